@@ -1,0 +1,79 @@
+import type { MiddlewareHandler } from 'hono';
+import { errors, jwtVerify, type JWTPayload } from 'jose';
+import { type AuthConfig, authConfig, ConfigError, misconfigured } from './config';
+import { ApiFailure, Code } from './envelope';
+import type { AppEnv } from './types';
+
+/** Longest token we are willing to parse (CONTRACT §3). */
+export const MAX_TOKEN_LENGTH = 8192;
+
+const REALM = 'Bearer realm="nft-webhook"';
+// Scheme word case-insensitive, one or more spaces, then a token of JWS compact characters.
+const BEARER = /^bearer +([\w.~+/=-]+)$/i;
+
+/** 401 with the RFC 6750 challenge; `error="invalid_token"` only when a token was sent. */
+function invalidToken(detail: string, tokenSent: boolean, cause?: unknown): ApiFailure {
+  const challenge = tokenSent ? `${REALM}, error="invalid_token", error_description="${detail}"` : REALM;
+  return new ApiFailure(401, detail, {
+    code: Code.invalidToken,
+    headers: { 'www-authenticate': challenge },
+    cause,
+  });
+}
+
+/** The bearer token of an `Authorization` header, checked for form and size before any parsing. */
+export function bearerToken(header: string | undefined): string {
+  if (header === undefined || header === '') throw invalidToken('missing bearer token', false);
+  if (header.length > MAX_TOKEN_LENGTH + 64) throw invalidToken('token too long', true);
+  const match = BEARER.exec(header);
+  if (match === null) {
+    const sent = /^bearer +\S/i.test(header);
+    throw invalidToken(sent ? 'malformed token' : 'missing bearer token', sent);
+  }
+  const token = match[1] as string;
+  if (token.length > MAX_TOKEN_LENGTH) throw invalidToken('token too long', true);
+  return token;
+}
+
+/** Verifies the JWT and returns the calling application and the token's `jti`. */
+export async function verifyToken(
+  token: string,
+  config: AuthConfig,
+): Promise<{ appId: string; jti: string | null }> {
+  let payload: JWTPayload;
+  try {
+    ({ payload } = await jwtVerify(token, config.key, {
+      algorithms: config.algorithms,
+      issuer: config.issuer,
+      audience: config.audience,
+      requiredClaims: ['exp'],
+      clockTolerance: config.clockTolerance,
+    }));
+  } catch (err) {
+    if (err instanceof errors.JWTExpired) throw invalidToken('token expired', true, err);
+    if (err instanceof errors.JOSEError) throw invalidToken('token invalid', true, err);
+    throw err;
+  }
+  // jose checks `iat` only against a maximum age; a token issued in the future is not valid yet.
+  if (payload.iat !== undefined && payload.iat > Date.now() / 1000 + config.clockTolerance) {
+    throw invalidToken('token invalid', true);
+  }
+  const appId = payload[config.appClaim];
+  if (typeof appId !== 'string' || appId === '') throw invalidToken('token names no application', true);
+  return { appId, jti: typeof payload.jti === 'string' ? payload.jti : null };
+}
+
+/** Rejects the request unless it carries a valid token; sets `appId` and `jti` on the context. */
+export const authenticate: MiddlewareHandler<AppEnv> = async (c, next) => {
+  let config: AuthConfig;
+  try {
+    config = await authConfig(c.env);
+  } catch (err) {
+    if (err instanceof ConfigError) throw misconfigured(err);
+    throw err;
+  }
+  const { appId, jti } = await verifyToken(bearerToken(c.req.header('authorization')), config);
+  c.set('appId', appId);
+  c.set('jti', jti);
+  await next();
+};

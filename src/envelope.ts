@@ -1,0 +1,107 @@
+import type { Context } from 'hono';
+import type { AppEnv } from './types';
+
+/** Result codes of the documented interface, and the two this service adds for routing. */
+export const Code = {
+  success: 0,
+  invalidToken: 20004,
+  updateFail: 64062,
+  deleteFail: 64063,
+  notFound: 404,
+  methodNotAllowed: 405,
+  internal: 500,
+} as const;
+export type Code = (typeof Code)[keyof typeof Code];
+
+const MESSAGES: Record<Code, string> = {
+  [Code.success]: 'success',
+  [Code.invalidToken]: 'Invalid jwt token',
+  [Code.updateFail]: 'update fail',
+  [Code.deleteFail]: 'delete fail',
+  [Code.notFound]: 'not found',
+  [Code.methodNotAllowed]: 'method not allowed',
+  [Code.internal]: 'internal error',
+};
+
+/** The code every failure of an operation carries (CONTRACT §2), chosen by the request's method. */
+export function operationCode(method: string): Code {
+  if (method === 'PUT') return Code.updateFail;
+  if (method === 'DELETE') return Code.deleteFail;
+  return Code.internal;
+}
+
+/**
+ * A failure that ends the request. `status` tells the reason; the envelope carries the
+ * operation's code unless `code` says otherwise (authentication, routing). `detail` is a short
+ * fixed text of ours (never client input) sent in `X-Error-Detail` and logged.
+ */
+export class ApiFailure extends Error {
+  constructor(
+    readonly status: number,
+    readonly detail: string,
+    readonly options: { code?: Code; headers?: Record<string, string>; cause?: unknown } = {},
+  ) {
+    super(detail, { cause: options.cause });
+    this.name = 'ApiFailure';
+  }
+}
+
+export const badInput = (detail: string) => new ApiFailure(400, detail);
+export const notFound = () => new ApiFailure(404, 'no such webhook for this application');
+
+const REQUEST_ID = /^[\w.:@/+=-]{1,128}$/;
+
+/** The request's id: a sane incoming `X-Request-Id` is kept, otherwise a new UUID. */
+export function requestIdOf(req: Request): string {
+  const incoming = req.headers.get('x-request-id');
+  return incoming !== null && REQUEST_ID.test(incoming) ? incoming : crypto.randomUUID();
+}
+
+/** The request id of a Hono context, computed once per request. */
+export function requestId(c: Context<AppEnv>): string {
+  let id = c.get('requestId');
+  if (id === undefined) {
+    id = requestIdOf(c.req.raw);
+    c.set('requestId', id);
+  }
+  return id;
+}
+
+/** Builds every reply of the service: the `{return, message}` body and the common headers. */
+export function envelope(
+  status: number,
+  code: Code,
+  reqId: string,
+  headers?: Record<string, string>,
+): Response {
+  const h = new Headers(headers);
+  h.set('content-type', 'application/json');
+  h.set('cache-control', 'no-store');
+  h.set('x-content-type-options', 'nosniff');
+  h.set('x-request-id', reqId);
+  return new Response(`{"return":${code},"message":"${MESSAGES[code]}"}`, { status, headers: h });
+}
+
+export const success = (c: Context<AppEnv>) => envelope(200, Code.success, requestId(c));
+
+/** The reply for a failure: known ones as they say, anything else a logged 500. */
+export function failureReply(err: unknown, method: string, reqId: string): Response {
+  if (err instanceof ApiFailure) {
+    // Details of a server-side failure go to the log, not to the client.
+    const serverSide = err.status >= 500;
+    if (serverSide) log('error', reqId, err.detail, err.cause);
+    const headers = serverSide ? err.options.headers : { 'x-error-detail': err.detail, ...err.options.headers };
+    return envelope(err.status, err.options.code ?? operationCode(method), reqId, headers);
+  }
+  log('error', reqId, 'unexpected error', err);
+  return envelope(500, operationCode(method), reqId);
+}
+
+/** One JSON line for the Workers log. Never pass a token or a secret. */
+export function log(level: 'error' | 'warn' | 'info', reqId: string, msg: string, cause?: unknown) {
+  const line: Record<string, unknown> = { level, request_id: reqId, msg };
+  if (cause !== undefined) {
+    line.error = cause instanceof Error ? `${cause.name}: ${cause.message}` : String(cause);
+  }
+  console[level](JSON.stringify(line));
+}

@@ -1,0 +1,27 @@
+import { Hono } from 'hono/tiny';
+import { authenticate } from './auth';
+import { Code, envelope, failureReply, requestId, requestIdOf } from './envelope';
+import type { AppEnv } from './types';
+import { removeWebhook, updateWebhook, WEBHOOK_PATH } from './webhooks';
+
+const app = new Hono<AppEnv>();
+
+// Route, then authentication, then input, then storage (CONTRACT §2).
+app.put(WEBHOOK_PATH, authenticate, updateWebhook);
+app.delete(WEBHOOK_PATH, authenticate, removeWebhook);
+app.all(WEBHOOK_PATH, (c) =>
+  envelope(405, Code.methodNotAllowed, requestId(c), { allow: 'DELETE, PUT' }),
+);
+app.notFound((c) => envelope(404, Code.notFound, requestId(c)));
+app.onError((err, c) => failureReply(err, c.req.method, requestId(c)));
+
+export default {
+  // The last line of defence: whatever escapes Hono still answers an envelope.
+  async fetch(request, env, ctx) {
+    try {
+      return await app.fetch(request, env, ctx);
+    } catch (err) {
+      return failureReply(err, request.method, requestIdOf(request));
+    }
+  },
+} satisfies ExportedHandler<CloudflareBindings>;

@@ -1,0 +1,172 @@
+import { createExecutionContext, env, SELF } from 'cloudflare:test';
+import { SignJWT } from 'jose';
+import { expect } from 'vitest';
+import worker from '../src/index';
+
+export const PATH = '/v1.0/app/nft/webhook';
+export const ORIGIN = 'https://webhooks.test';
+export const URL_ = ORIGIN + PATH;
+
+const now = () => Math.floor(Date.now() / 1000);
+
+/**
+ * A token valid for the test configuration, naming `appId`. `claims` entries override the
+ * defaults; an entry set to undefined removes that claim.
+ */
+export async function tokenFor(
+  appId: string,
+  claims: Record<string, unknown> = {},
+  { secret = env.JWT_SECRET, header = {} }: { secret?: string; header?: Record<string, unknown> } = {},
+): Promise<string> {
+  const payload: Record<string, unknown> = {
+    sub: appId,
+    iss: env.JWT_ISSUER,
+    aud: env.JWT_AUDIENCE,
+    iat: now(),
+    exp: now() + 300,
+    ...claims,
+  };
+  for (const k of Object.keys(payload)) if (payload[k] === undefined) delete payload[k];
+  return new SignJWT(payload)
+    .setProtectedHeader({ alg: 'HS256', typ: 'JWT', ...header })
+    .sign(new TextEncoder().encode(secret));
+}
+
+export const bearer = (token: string) => ({ authorization: `Bearer ${token}` });
+
+/** DELETE with a raw query string (`webhook_id=...`), through the Worker's real entry point. */
+export function del(query: string | null, headers: Record<string, string>): Promise<Response> {
+  return SELF.fetch(query === null ? URL_ : `${URL_}?${query}`, { method: 'DELETE', headers });
+}
+
+/** PUT with a body: objects are sent as JSON, strings as they are. */
+export function put(body: unknown, headers: Record<string, string>): Promise<Response> {
+  return SELF.fetch(URL_, {
+    method: 'PUT',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: typeof body === 'string' ? body : JSON.stringify(body),
+  });
+}
+
+/** Calls the Worker with some bindings changed (configuration tests). */
+export async function fetchWith(overrides: Record<string, unknown>, request: Request): Promise<Response> {
+  return worker.fetch(request, { ...env, ...overrides } as CloudflareBindings, createExecutionContext());
+}
+
+/** Asserts the status and the exact envelope, and the headers every reply carries. */
+export async function expectEnvelope(res: Response, status: number, code: number, message: string) {
+  const text = await res.text();
+  expect({ status: res.status, body: JSON.parse(text) }).toEqual({ status, body: { return: code, message } });
+  expect(res.headers.get('content-type')).toBe('application/json');
+  expect(res.headers.get('cache-control')).toBe('no-store');
+  expect(res.headers.get('x-request-id')).toMatch(/^\S{1,128}$/);
+}
+
+export const expectSuccess = (res: Response) => expectEnvelope(res, 200, 0, 'success');
+export const expectInvalidToken = (res: Response) => expectEnvelope(res, 401, 20004, 'Invalid jwt token');
+export const expectUpdateFail = (res: Response, status: number) => expectEnvelope(res, status, 64062, 'update fail');
+export const expectDeleteFail = (res: Response, status: number) => expectEnvelope(res, status, 64063, 'delete fail');
+
+// ---- database ---------------------------------------------------------------------------------
+
+/** Inserts a webhook and returns its id as decimal text. */
+export async function insertWebhook(
+  appId: string,
+  { enabled = true, id }: { enabled?: boolean; id?: string } = {},
+): Promise<string> {
+  const row = await env.DB.prepare(
+    `INSERT INTO webhooks (webhook_id, app_id, url, is_enabled)
+     VALUES (CAST(?1 AS INTEGER), ?2, ?3, ?4)
+     RETURNING CAST(webhook_id AS TEXT) AS id`,
+  )
+    .bind(id ?? null, appId, `https://${appId}.example/hook`, enabled ? 1 : 0)
+    .first<{ id: string }>();
+  return row!.id;
+}
+
+export interface WebhookRow {
+  webhook_id: string;
+  app_id: string;
+  url: string;
+  is_enabled: number;
+  created_at: string;
+  updated_at: string;
+}
+
+export async function webhookRow(id: string): Promise<WebhookRow | null> {
+  return env.DB.prepare(
+    `SELECT CAST(webhook_id AS TEXT) AS webhook_id, app_id, url, is_enabled, created_at, updated_at
+     FROM webhooks WHERE webhook_id = CAST(?1 AS INTEGER)`,
+  )
+    .bind(id)
+    .first<WebhookRow>();
+}
+
+export interface AuditRow {
+  webhook_id: string;
+  app_id: string;
+  action: string;
+  row_before: string;
+  actor: string;
+  actor_jti: string | null;
+  request_id: string;
+  created_at: string;
+}
+
+export async function auditRows(id: string): Promise<AuditRow[]> {
+  const { results } = await env.DB.prepare(
+    `SELECT CAST(webhook_id AS TEXT) AS webhook_id, app_id, action, row_before, actor, actor_jti,
+            request_id, created_at
+     FROM webhook_audit WHERE webhook_id = CAST(?1 AS INTEGER) ORDER BY audit_id`,
+  )
+    .bind(id)
+    .all<AuditRow>();
+  return results;
+}
+
+/** Every row of both tables, to show that a request changed nothing. */
+export async function snapshot(): Promise<unknown> {
+  const [webhooks, audit] = await env.DB.batch([
+    env.DB.prepare('SELECT *, CAST(webhook_id AS TEXT) AS id FROM webhooks ORDER BY webhook_id'),
+    env.DB.prepare('SELECT *, CAST(webhook_id AS TEXT) AS id FROM webhook_audit ORDER BY audit_id'),
+  ]);
+  return { webhooks: webhooks!.results, audit: audit!.results };
+}
+
+/**
+ * Wraps a D1 binding and counts its round trips: one per `batch`, `exec`, and per statement
+ * `first` / `run` / `all` / `raw`.
+ */
+export function countingDb(db: D1Database): { db: D1Database; calls: () => number } {
+  let calls = 0;
+  const statement = (stmt: D1PreparedStatement): D1PreparedStatement =>
+    new Proxy(stmt, {
+      get(target, prop, receiver) {
+        const value = Reflect.get(target, prop, receiver);
+        if (typeof value !== 'function') return value;
+        if (prop === 'bind') return (...args: unknown[]) => statement(value.apply(target, args));
+        if (['first', 'run', 'all', 'raw'].includes(prop as string)) {
+          return (...args: unknown[]) => {
+            calls++;
+            return value.apply(target, args);
+          };
+        }
+        return value.bind(target);
+      },
+    });
+  const proxy = new Proxy(db, {
+    get(target, prop, receiver) {
+      const value = Reflect.get(target, prop, receiver);
+      if (typeof value !== 'function') return value;
+      if (prop === 'prepare') return (sql: string) => statement(target.prepare(sql));
+      if (prop === 'batch' || prop === 'exec') {
+        return (...args: unknown[]) => {
+          calls++;
+          return value.apply(target, args);
+        };
+      }
+      return value.bind(target);
+    },
+  });
+  return { db: proxy, calls: () => calls };
+}
