@@ -103,5 +103,9 @@ export function log(level: 'error' | 'warn' | 'info', reqId: string, msg: string
   if (cause !== undefined) {
     line.error = cause instanceof Error ? `${cause.name}: ${cause.message}` : String(cause);
   }
-  console[level](JSON.stringify(line));
+  try {
+    console[level](JSON.stringify(line));
+  } catch {
+    // Logging must never turn a reply into a failure.
+  }
 }

@@ -1,10 +1,13 @@
-import { Hono } from 'hono/tiny';
+import { HonoBase } from 'hono/hono-base';
+import { RegExpRouter } from 'hono/router/reg-exp-router';
 import { authenticate } from './auth';
 import { Code, envelope, failureReply, requestId, requestIdOf } from './envelope';
 import type { AppEnv } from './types';
 import { removeWebhook, updateWebhook, WEBHOOK_PATH } from './webhooks';
 
-const app = new Hono<AppEnv>();
+// RegExpRouter: strict paths (`/v1.0/app/nft/webhook/` is another, unknown path), which Hono's
+// smaller Linear and Pattern routers do not give.
+const app = new HonoBase<AppEnv>({ router: new RegExpRouter() });
 
 // Route, then authentication, then input, then storage (CONTRACT §2).
 app.put(WEBHOOK_PATH, authenticate, updateWebhook);

@@ -39,19 +39,27 @@ export function del(query: string | null, headers: Record<string, string>): Prom
   return SELF.fetch(query === null ? URL_ : `${URL_}?${query}`, { method: 'DELETE', headers });
 }
 
-/** PUT with a body: objects are sent as JSON, strings as they are. */
+/** PUT with a body: strings and bytes are sent as they are, anything else as JSON. */
 export function put(body: unknown, headers: Record<string, string>): Promise<Response> {
   return SELF.fetch(URL_, {
     method: 'PUT',
     headers: { 'content-type': 'application/json', ...headers },
-    body: typeof body === 'string' ? body : JSON.stringify(body),
+    body: typeof body === 'string' || body instanceof Uint8Array ? body : JSON.stringify(body),
   });
 }
 
-/** Calls the Worker with some bindings changed (configuration tests). */
-export async function fetchWith(overrides: Record<string, unknown>, request: Request): Promise<Response> {
-  return worker.fetch(request, { ...env, ...overrides } as CloudflareBindings, createExecutionContext());
+/** Calls the Worker's entry point directly, with the bindings given. */
+export async function fetchWorker(request: Request, bindings: object): Promise<Response> {
+  return worker.fetch(
+    request as Request<unknown, IncomingRequestCfProperties>,
+    bindings as CloudflareBindings,
+    createExecutionContext(),
+  );
 }
+
+/** Calls the Worker with some bindings changed (configuration tests). */
+export const fetchWith = (overrides: Record<string, unknown>, request: Request) =>
+  fetchWorker(request, { ...env, ...overrides });
 
 /** Asserts the status and the exact envelope, and the headers every reply carries. */
 export async function expectEnvelope(res: Response, status: number, code: number, message: string) {

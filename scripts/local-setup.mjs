@@ -1,0 +1,32 @@
+// Prepares a local run, safe to repeat: .dev.vars with a random secret (only if missing), the
+// schema applied to the local D1, and demo webhooks seeded into a database that never had any.
+import { spawnSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { DEV_VARS } from './dev-vars.mjs';
+
+const root = new URL('..', import.meta.url);
+
+if (!existsSync(DEV_VARS)) {
+  const example = readFileSync(new URL('.dev.vars.example', root), 'utf8');
+  const secret = randomBytes(48).toString('base64url');
+  writeFileSync(DEV_VARS, example.replace(/^JWT_SECRET=.*$/m, `JWT_SECRET=${secret}`), { mode: 0o600 });
+  console.log('Created .dev.vars with a random JWT_SECRET.');
+}
+
+const wrangler = (...args) => {
+  const run = spawnSync('npx', ['--no-install', 'wrangler', ...args], {
+    cwd: root,
+    stdio: ['ignore', 'ignore', 'inherit'],
+    env: { ...process.env, WRANGLER_SEND_METRICS: 'false' },
+  });
+  if (run.status !== 0) {
+    console.error(`wrangler ${args.join(' ')} failed`);
+    process.exit(run.status ?? 1);
+  }
+};
+
+wrangler('d1', 'execute', 'DB', '--local', '--file', 'schema.sql');
+wrangler('d1', 'execute', 'DB', '--local', '--file', 'scripts/seed.sql');
+console.log('Local D1 ready: schema applied, demo webhooks seeded (demo-app-1, demo-app-2).');
+console.log('Get a token with: npm run token -- demo-app-1');

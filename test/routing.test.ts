@@ -1,0 +1,117 @@
+import { env, SELF } from 'cloudflare:test';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import {
+  bearer,
+  expectDeleteFail,
+  expectEnvelope,
+  expectUpdateFail,
+  fetchWith,
+  fetchWorker,
+  insertWebhook,
+  ORIGIN,
+  snapshot,
+  tokenFor,
+  URL_,
+} from './helpers';
+
+afterEach(() => {
+  vi.restoreAllMocks();
+});
+
+describe('routing and the envelope', () => {
+  it.each(['/', '/v1.0/app/nft/webhooks', '/v1.0/app/nft/webhook/', '/v1.0/app/nft/webhook/1', '/V1.0/app/nft/webhook', '/v1x0/app/nft/webhook', '/v2.0/app/nft/webhook'])(
+    'answers 404 "not found" for the unknown path %s',
+    async (path) => {
+      const res = await SELF.fetch(ORIGIN + path, { method: 'DELETE', headers: bearer(await tokenFor('app-a')) });
+      await expectEnvelope(res, 404, 404, 'not found');
+    },
+  );
+
+  it.each(['GET', 'POST', 'PATCH', 'OPTIONS'])('answers 405 with Allow for %s on the path, before authentication', async (method) => {
+    const res = await SELF.fetch(URL_, { method });
+    await expectEnvelope(res, 405, 405, 'method not allowed');
+    expect(res.headers.get('allow')).toBe('DELETE, PUT');
+  });
+
+  it('answers 405 to HEAD with the envelope headers and no body', async () => {
+    const res = await SELF.fetch(URL_, { method: 'HEAD' });
+    expect(res.status).toBe(405);
+    expect(res.headers.get('allow')).toBe('DELETE, PUT');
+    expect(res.headers.get('content-type')).toBe('application/json');
+    expect(await res.text()).toBe('');
+  });
+
+  it('echoes a sane X-Request-Id and replaces any other', async () => {
+    const sane = await SELF.fetch(URL_, { method: 'GET', headers: { 'x-request-id': 'abc-123_x.y:z' } });
+    expect(sane.headers.get('x-request-id')).toBe('abc-123_x.y:z');
+    for (const bad of ['has space', 'x'.repeat(129), 'quote"s', '<script>']) {
+      const res = await SELF.fetch(URL_, { method: 'GET', headers: { 'x-request-id': bad } });
+      expect(res.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
+    }
+    const none = await SELF.fetch(URL_, { method: 'GET' });
+    expect(none.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
+  });
+
+  it('tells the reason of a 4xx in X-Error-Detail, not in the body', async () => {
+    const res = await SELF.fetch(`${URL_}?webhook_id=x`, { method: 'DELETE', headers: bearer(await tokenFor('app-a')) });
+    expect(res.headers.get('x-error-detail')).toMatch(/webhook_id/);
+    await expectDeleteFail(res, 400);
+  });
+
+  it('turns a storage failure into a logged 500 with the op code, changing nothing', async () => {
+    const id = await insertWebhook('app-a');
+    const errors = vi.spyOn(console, 'error').mockImplementation(() => {});
+    const broken = new Proxy(env.DB, {
+      get(target, prop) {
+        if (prop === 'batch' || prop === 'prepare') {
+          return () => {
+            throw new Error('D1_ERROR: simulated failure');
+          };
+        }
+        return Reflect.get(target, prop);
+      },
+    });
+    const token = await tokenFor('app-a');
+    const before = await snapshot();
+
+    const deleteRes = await fetchWith(
+      { DB: broken },
+      new Request(`${URL_}?webhook_id=${id}`, { method: 'DELETE', headers: { ...bearer(token), 'x-request-id': 'req-500' } }),
+    );
+    const putRes = await fetchWith(
+      { DB: broken },
+      new Request(URL_, {
+        method: 'PUT',
+        headers: { ...bearer(token), 'content-type': 'application/json' },
+        body: JSON.stringify({ webhook_id: id, is_enabled: false }),
+      }),
+    );
+
+    await expectDeleteFail(deleteRes, 500);
+    await expectUpdateFail(putRes, 500);
+    expect(await snapshot()).toEqual(before);
+    const logged = errors.mock.calls.map((args) => String(args[0]));
+    expect(logged.some((line) => line.includes('"request_id":"req-500"') && line.includes('simulated failure'))).toBe(true);
+  });
+
+  it('answers an envelope even when the error handler itself fails', async () => {
+    vi.spyOn(console, 'error').mockImplementation(() => {});
+    // The handler fails (its DB binding throws), then building the error reply fails once too:
+    // the Worker's outer guard must still answer the envelope.
+    const bindings = { ...env };
+    Object.defineProperty(bindings, 'DB', {
+      get() {
+        throw new Error('binding unavailable');
+      },
+    });
+    const set = vi.spyOn(Headers.prototype, 'set').mockImplementationOnce(() => {
+      throw new Error('headers broken');
+    });
+    const res = await fetchWorker(
+      new Request(`${URL_}?webhook_id=1`, { method: 'DELETE', headers: bearer(await tokenFor('app-a')) }),
+      bindings,
+    );
+    await expectDeleteFail(res, 500);
+    expect(set.mock.calls.length).toBeGreaterThan(1);
+  });
+});
