@@ -11,12 +11,18 @@ export default defineConfig({
     cloudflareTest({
       wrangler: { configPath: './wrangler.toml' },
       miniflare: {
-        // Test values override wrangler.toml and any local .dev.vars.
+        // Every setting is given here, so wrangler.toml and a local .dev.vars cannot change a test.
         bindings: {
           JWT_SECRET: 'test-secret-for-vitest-only-0123456789abcdef',
+          JWT_PUBLIC_KEY: '',
+          JWT_JWKS_URL: '',
+          JWT_ALGORITHMS: '',
           JWT_ISSUER: 'https://issuer.test',
           JWT_AUDIENCE: 'nft-webhook-api',
           JWT_APP_CLAIM: 'sub',
+          JWT_TYP: '',
+          JWT_CLOCK_TOLERANCE: '',
+          JWT_MAX_TOKEN_AGE: '',
           TEST_SCHEMA: schema,
         },
       },

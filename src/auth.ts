@@ -1,7 +1,8 @@
 import type { MiddlewareHandler } from 'hono';
 import { errors, jwtVerify, type JWTPayload } from 'jose';
-import { type AuthConfig, authConfig, ConfigError, misconfigured } from './config';
+import { type AuthConfig, authConfig } from './config';
 import { ApiFailure, Code } from './envelope';
+import { KeysUnavailable } from './keys';
 import type { AppEnv } from './types';
 
 /** Longest token we are willing to parse (CONTRACT §3). */
@@ -35,6 +36,9 @@ export function bearerToken(header: string | undefined): string {
   return token;
 }
 
+/** Seconds a client should wait before retrying when the keys could not be fetched. */
+export const KEYS_RETRY_AFTER = 5;
+
 /** Verifies the JWT and returns the calling application and the token's `jti`. */
 export async function verifyToken(
   token: string,
@@ -42,14 +46,22 @@ export async function verifyToken(
 ): Promise<{ appId: string; jti: string | null }> {
   let payload: JWTPayload;
   try {
-    ({ payload } = await jwtVerify(token, config.key, {
-      algorithms: config.algorithms,
+    ({ payload } = await jwtVerify(token, config.keys.resolve, {
+      algorithms: config.keys.algorithms,
       issuer: config.issuer,
       audience: config.audience,
+      typ: config.typ,
+      maxTokenAge: config.maxTokenAge,
       requiredClaims: ['exp'],
       clockTolerance: config.clockTolerance,
     }));
   } catch (err) {
+    if (err instanceof KeysUnavailable) {
+      throw new ApiFailure(503, 'token keys unavailable', {
+        headers: { 'retry-after': String(KEYS_RETRY_AFTER) },
+        cause: err.cause,
+      });
+    }
     if (err instanceof errors.JWTExpired) throw invalidToken('token expired', true, err);
     if (err instanceof errors.JOSEError) throw invalidToken('token invalid', true, err);
     throw err;
@@ -65,13 +77,7 @@ export async function verifyToken(
 
 /** Rejects the request unless it carries a valid token; sets `appId` and `jti` on the context. */
 export const authenticate: MiddlewareHandler<AppEnv> = async (c, next) => {
-  let config: AuthConfig;
-  try {
-    config = await authConfig(c.env);
-  } catch (err) {
-    if (err instanceof ConfigError) throw misconfigured(err);
-    throw err;
-  }
+  const config = await authConfig(c.env);
   const { appId, jti } = await verifyToken(bearerToken(c.req.header('authorization')), config);
   c.set('appId', appId);
   c.set('jti', jti);

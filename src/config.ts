@@ -1,33 +1,24 @@
-import { ApiFailure } from './envelope';
+import { ConfigError } from './envelope';
+import { parseAlgorithms, publicKeys, remoteKeys, secretKeys, type VerificationKeys } from './keys';
 
 /** What token verification needs, prepared once per isolate. */
 export interface AuthConfig {
-  key: CryptoKey;
-  algorithms: string[];
+  keys: VerificationKeys;
   issuer?: string;
   audience?: string;
   appClaim: string;
+  typ?: string;
   clockTolerance: number;
+  maxTokenAge?: number;
 }
 
-/** A missing or contradictory setting: the service fails closed (500) and logs `setting`. */
-export class ConfigError extends Error {
-  constructor(
-    readonly setting: string,
-    message: string,
-  ) {
-    super(message);
-    this.name = 'ConfigError';
-  }
-}
-
-/** Seconds of clock skew allowed on `exp`, `nbf` and `iat`. */
-const CLOCK_TOLERANCE = 5;
+/** Default seconds of clock skew allowed on `exp`, `nbf` and `iat`. */
+export const DEFAULT_CLOCK_TOLERANCE = 5;
 
 const cache = new WeakMap<object, Promise<AuthConfig>>();
 
 /**
- * The authentication settings of `env`, checked and with the key imported, once per isolate:
+ * The authentication settings of `env`, checked and with the keys imported, once per isolate:
  * the Workers runtime hands the same `env` object to every request of an isolate.
  */
 export function authConfig(env: CloudflareBindings): Promise<AuthConfig> {
@@ -39,37 +30,76 @@ export function authConfig(env: CloudflareBindings): Promise<AuthConfig> {
   return config;
 }
 
-function setting(env: CloudflareBindings, name: keyof CloudflareBindings): string | undefined {
+type Setting =
+  | 'JWT_SECRET'
+  | 'JWT_PUBLIC_KEY'
+  | 'JWT_JWKS_URL'
+  | 'JWT_ALGORITHMS'
+  | 'JWT_ISSUER'
+  | 'JWT_AUDIENCE'
+  | 'JWT_APP_CLAIM'
+  | 'JWT_TYP'
+  | 'JWT_CLOCK_TOLERANCE'
+  | 'JWT_MAX_TOKEN_AGE';
+
+/** A setting's value, trimmed; undefined when unset or empty. */
+function setting(env: CloudflareBindings, name: Setting): string | undefined {
   const value = (env as unknown as Record<string, unknown>)[name];
   if (typeof value !== 'string') return undefined;
   const trimmed = value.trim();
   return trimmed === '' ? undefined : trimmed;
 }
 
-async function readAuthConfig(env: CloudflareBindings): Promise<AuthConfig> {
-  // The secret is used as given (not trimmed): its bytes are the key.
-  const secret = typeof env.JWT_SECRET === 'string' && env.JWT_SECRET !== '' ? env.JWT_SECRET : undefined;
-  if (secret === undefined) {
-    throw new ConfigError('JWT_SECRET', 'no verification key is configured: set the JWT_SECRET secret');
+function seconds(env: CloudflareBindings, name: Setting, max: number): number | undefined {
+  const value = setting(env, name);
+  if (value === undefined) return undefined;
+  if (!/^\d+$/.test(value) || Number(value) > max) {
+    throw new ConfigError(name, `must be a whole number of seconds from 0 to ${max}`);
   }
-  const key = await crypto.subtle.importKey(
-    'raw',
-    new TextEncoder().encode(secret),
-    { name: 'HMAC', hash: 'SHA-256' },
-    false,
-    ['verify'],
-  );
+  return Number(value);
+}
+
+function jwksUrl(value: string): URL {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw new ConfigError('JWT_JWKS_URL', 'is not a URL');
+  }
+  // Plain http only to this machine (local runs); keys must not travel unprotected.
+  const loopback = ['localhost', '127.0.0.1', '[::1]'].includes(url.hostname);
+  if (url.protocol !== 'https:' && !(url.protocol === 'http:' && loopback)) {
+    throw new ConfigError('JWT_JWKS_URL', 'must be an https URL (http only for localhost)');
+  }
+  return url;
+}
+
+function verificationKeys(env: CloudflareBindings): Promise<VerificationKeys> | VerificationKeys {
+  // The secret is used byte for byte (not trimmed); empty means unset.
+  const secret = typeof env.JWT_SECRET === 'string' && env.JWT_SECRET !== '' ? env.JWT_SECRET : undefined;
+  const publicKey = setting(env, 'JWT_PUBLIC_KEY');
+  const url = setting(env, 'JWT_JWKS_URL');
+  const algorithms = parseAlgorithms(setting(env, 'JWT_ALGORITHMS'));
+  if (secret !== undefined && (publicKey !== undefined || url !== undefined)) {
+    throw new ConfigError('JWT_SECRET', 'cannot be combined with JWT_PUBLIC_KEY or JWT_JWKS_URL: set one key source');
+  }
+  if (publicKey !== undefined && url !== undefined) {
+    throw new ConfigError('JWT_JWKS_URL', 'cannot be combined with JWT_PUBLIC_KEY: set one key source');
+  }
+  if (secret !== undefined) return secretKeys(secret, algorithms);
+  if (publicKey !== undefined) return publicKeys(publicKey, algorithms);
+  if (url !== undefined) return remoteKeys(jwksUrl(url), algorithms);
+  throw new ConfigError('JWT_SECRET', 'no verification key is configured: set JWT_SECRET, JWT_PUBLIC_KEY or JWT_JWKS_URL');
+}
+
+async function readAuthConfig(env: CloudflareBindings): Promise<AuthConfig> {
   return {
-    key,
-    algorithms: ['HS256'],
+    keys: await verificationKeys(env),
     issuer: setting(env, 'JWT_ISSUER'),
     audience: setting(env, 'JWT_AUDIENCE'),
     appClaim: setting(env, 'JWT_APP_CLAIM') ?? 'sub',
-    clockTolerance: CLOCK_TOLERANCE,
+    typ: setting(env, 'JWT_TYP'),
+    clockTolerance: seconds(env, 'JWT_CLOCK_TOLERANCE', 300) ?? DEFAULT_CLOCK_TOLERANCE,
+    maxTokenAge: seconds(env, 'JWT_MAX_TOKEN_AGE', 31_536_000),
   };
-}
-
-/** Turns a configuration error into the fail-closed reply. */
-export function misconfigured(err: ConfigError): ApiFailure {
-  return new ApiFailure(500, `configuration error: ${err.setting}: ${err.message}`, { cause: err });
 }

@@ -46,6 +46,17 @@ export class ApiFailure extends Error {
   }
 }
 
+/** A missing or contradictory setting: the service fails closed (500) and logs `setting`. */
+export class ConfigError extends Error {
+  constructor(
+    readonly setting: string,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'ConfigError';
+  }
+}
+
 export const badInput = (detail: string) => new ApiFailure(400, detail);
 export const notFound = () => new ApiFailure(404, 'no such webhook for this application');
 
@@ -92,6 +103,10 @@ export function failureReply(err: unknown, method: string, reqId: string): Respo
     if (serverSide) log('error', reqId, err.detail, err.cause);
     const headers = serverSide ? err.options.headers : { 'x-error-detail': err.detail, ...err.options.headers };
     return envelope(err.status, err.options.code ?? operationCode(method), reqId, headers);
+  }
+  if (err instanceof ConfigError) {
+    log('error', reqId, `configuration error: ${err.setting}: ${err.message}`);
+    return envelope(500, operationCode(method), reqId);
   }
   log('error', reqId, 'unexpected error', err);
   return envelope(500, operationCode(method), reqId);

@@ -11,12 +11,18 @@ const now = () => Math.floor(Date.now() / 1000);
 
 /**
  * A token valid for the test configuration, naming `appId`. `claims` entries override the
- * defaults; an entry set to undefined removes that claim.
+ * defaults; an entry set to undefined removes that claim. Signed HS256 with the test secret unless
+ * `key` and `alg` say otherwise.
  */
 export async function tokenFor(
   appId: string,
   claims: Record<string, unknown> = {},
-  { secret = env.JWT_SECRET, header = {} }: { secret?: string; header?: Record<string, unknown> } = {},
+  {
+    secret = env.JWT_SECRET,
+    key,
+    alg = 'HS256',
+    header = {},
+  }: { secret?: string; key?: CryptoKey | Uint8Array; alg?: string; header?: Record<string, unknown> } = {},
 ): Promise<string> {
   const payload: Record<string, unknown> = {
     sub: appId,
@@ -28,8 +34,8 @@ export async function tokenFor(
   };
   for (const k of Object.keys(payload)) if (payload[k] === undefined) delete payload[k];
   return new SignJWT(payload)
-    .setProtectedHeader({ alg: 'HS256', typ: 'JWT', ...header })
-    .sign(new TextEncoder().encode(secret));
+    .setProtectedHeader({ alg, typ: 'JWT', ...header })
+    .sign(key ?? new TextEncoder().encode(secret));
 }
 
 export const bearer = (token: string) => ({ authorization: `Bearer ${token}` });
