@@ -81,12 +81,18 @@ export async function secretKeys(secret: string, allowed: string[] | undefined):
   return { algorithms, resolve: localResolver(entries) };
 }
 
-/** The algorithm a JWK is for: its own `alg`, else the one its key type implies. */
-function jwkAlgorithm(jwk: JWK): string | undefined {
-  if (typeof jwk.alg === 'string') return jwk.alg;
-  if (jwk.kty === 'RSA') return 'RS256';
-  if (jwk.kty === 'EC') return { 'P-256': 'ES256', 'P-384': 'ES384', 'P-521': 'ES512' }[jwk.crv ?? ''];
-  if (jwk.kty === 'OKP' && jwk.crv === 'Ed25519') return 'EdDSA';
+/** An algorithm with the names it goes by: Ed25519 signatures are "EdDSA" or (RFC 9864) "Ed25519". */
+const withAliases = (alg: string): string[] => (alg === 'EdDSA' || alg === 'Ed25519' ? ['EdDSA', 'Ed25519'] : [alg]);
+
+/** The algorithms a JWK is for: its own `alg`, else the one its key type implies. */
+function jwkAlgorithms(jwk: JWK): string[] | undefined {
+  if (typeof jwk.alg === 'string') return withAliases(jwk.alg);
+  if (jwk.kty === 'RSA') return ['RS256'];
+  if (jwk.kty === 'EC') {
+    const alg = { 'P-256': 'ES256', 'P-384': 'ES384', 'P-521': 'ES512' }[jwk.crv ?? ''];
+    return alg === undefined ? undefined : [alg];
+  }
+  if (jwk.kty === 'OKP' && jwk.crv === 'Ed25519') return withAliases('EdDSA');
   return undefined;
 }
 
@@ -112,12 +118,13 @@ async function importEntry(jwk: JWK, alg: string, where: string): Promise<KeyEnt
 /** One JWK: usable for its own algorithm only. */
 async function jwkKeys(jwk: JWK, allowed: string[] | undefined): Promise<VerificationKeys> {
   checkPublicJwk(jwk, 'the JWK');
-  const own = jwkAlgorithm(jwk);
+  const own = jwkAlgorithms(jwk);
   if (own === undefined) throw new ConfigError('JWT_PUBLIC_KEY', 'the JWK has no "alg" and an unsupported key type');
-  const algorithms = allowed ?? [own];
-  const wrong = algorithms.find((alg) => alg !== own);
-  if (wrong !== undefined) throw new ConfigError('JWT_ALGORITHMS', `the JWK is for ${own}, not ${wrong}`);
-  return { algorithms, resolve: localResolver([await importEntry(jwk, own, 'the JWK')]) };
+  const algorithms = allowed ?? own;
+  const wrong = algorithms.find((alg) => !own.includes(alg));
+  if (wrong !== undefined) throw new ConfigError('JWT_ALGORITHMS', `the JWK is for ${own.join('/')}, not ${wrong}`);
+  const entries = await Promise.all(algorithms.map((alg) => importEntry(jwk, alg, 'the JWK')));
+  return { algorithms, resolve: localResolver(entries) };
 }
 
 /** A JWK Set: several keys chosen by `kid`, for rotation. Keys not for signatures are skipped. */
@@ -131,9 +138,11 @@ async function jwkSetKeys(set: JSONWebKeySet, allowed: string[] | undefined): Pr
     if (usable.length > 1 && typeof jwk.kid !== 'string') {
       throw new ConfigError('JWT_PUBLIC_KEY', `${where} has no "kid": every key of a set needs one`);
     }
-    const alg = jwkAlgorithm(jwk);
-    if (alg === undefined) throw new ConfigError('JWT_PUBLIC_KEY', `${where} has no "alg" and an unsupported key type`);
-    if (allowed === undefined || allowed.includes(alg)) entries.push(await importEntry(jwk, alg, where));
+    const algs = jwkAlgorithms(jwk);
+    if (algs === undefined) throw new ConfigError('JWT_PUBLIC_KEY', `${where} has no "alg" and an unsupported key type`);
+    for (const alg of algs) {
+      if (allowed === undefined || allowed.includes(alg)) entries.push(await importEntry(jwk, alg, where));
+    }
   }
   const algorithms = allowed ?? [...new Set(entries.map((e) => e.alg))];
   const orphan = algorithms.find((alg) => !entries.some((e) => e.alg === alg));
@@ -151,20 +160,28 @@ async function pemKeys(text: string, allowed: string[] | undefined): Promise<Ver
     throw new ConfigError('JWT_PUBLIC_KEY', 'a PEM key must be "-----BEGIN PUBLIC KEY-----" (SPKI); private keys are refused');
   }
   const tryImport = (alg: string) => importSPKI(pem, alg).then((key) => ({ alg, key }), () => null);
-  if (allowed === undefined) {
+  const entries: KeyEntry[] = [];
+  let algorithms = allowed;
+  if (algorithms === undefined) {
     for (const alg of PEM_CANDIDATES) {
       const entry = await tryImport(alg);
-      if (entry !== null) return { algorithms: [alg], resolve: localResolver([entry]) };
+      if (entry !== null) {
+        algorithms = withAliases(alg);
+        entries.push(entry);
+        break;
+      }
     }
-    throw new ConfigError('JWT_PUBLIC_KEY', 'the PEM key is not an RSA, EC (P-256/384/521) or Ed25519 public key');
+    if (algorithms === undefined) {
+      throw new ConfigError('JWT_PUBLIC_KEY', 'the PEM key is not an RSA, EC (P-256/384/521) or Ed25519 public key');
+    }
   }
-  const entries: KeyEntry[] = [];
-  for (const alg of allowed) {
+  for (const alg of algorithms) {
+    if (entries.some((e) => e.alg === alg)) continue;
     const entry = await tryImport(alg);
     if (entry === null) throw new ConfigError('JWT_ALGORITHMS', `the PEM key cannot verify ${alg}`);
     entries.push(entry);
   }
-  return { algorithms: allowed, resolve: localResolver(entries) };
+  return { algorithms, resolve: localResolver(entries) };
 }
 
 /** JWT_PUBLIC_KEY: a PEM key, a JWK, or a JWK Set. */

@@ -127,6 +127,14 @@ describe('public keys (JWT_PUBLIC_KEY)', () => {
     });
   });
 
+  it('takes an Ed25519 token under either name, EdDSA or Ed25519 (RFC 9864)', async () => {
+    for (const value of [JSON.stringify(await jwk(ed)), await exportSPKI(ed.publicKey)]) {
+      const bindings = config({ JWT_PUBLIC_KEY: value });
+      await expectAccepted(bindings, await signed(ed));
+      await expectAccepted(bindings, await signed({ ...ed, alg: 'Ed25519' }));
+    }
+  });
+
   describe('a JWK Set with two kids (rotation)', () => {
     const set = async () => config({ JWT_PUBLIC_KEY: JSON.stringify({ keys: [await jwk(rsa, { kid: 'old' }), await jwk(rsa2, { kid: 'new' })] }) });
 
