@@ -1,10 +1,13 @@
 import { readFileSync } from 'node:fs';
 import { cloudflareTest } from '@cloudflare/vitest-pool-workers';
-import { unstable_splitSqlQuery } from 'wrangler';
+import { unstable_readConfig, unstable_splitSqlQuery } from 'wrangler';
 import { defineConfig } from 'vitest/config';
 
 // The test database gets the real schema.sql, split the way `wrangler d1 execute` splits it.
 const schema = unstable_splitSqlQuery(readFileSync(new URL('./schema.sql', import.meta.url), 'utf8'));
+// The rate limits wrangler.toml sets, so a test can check the Worker's Retry-After against them.
+const { ratelimits } = unstable_readConfig({ config: './wrangler.toml' });
+const unlimited = { simple: { limit: 1_000_000_000, period: 60 as const } };
 
 export default defineConfig({
   plugins: [
@@ -24,11 +27,22 @@ export default defineConfig({
           JWT_CLOCK_TOLERANCE: '',
           JWT_MAX_TOKEN_AGE: '',
           TEST_SCHEMA: schema,
+          TEST_RATELIMITS: JSON.stringify(ratelimits),
+        },
+        // Rate limiter state is shared by all test files: the suite runs without limits, and the
+        // limit tests use their own small limiters.
+        ratelimits: {
+          APP_RATE_LIMITER: { namespace_id: '1001', ...unlimited },
+          AUTH_FAILURE_RATE_LIMITER: { namespace_id: '1002', ...unlimited },
+          TEST_APP_LIMITER: { namespace_id: '9001', simple: { limit: 3, period: 60 } },
+          TEST_FAILURE_LIMITER: { namespace_id: '9002', simple: { limit: 3, period: 60 } },
         },
       },
     }),
   ],
   test: {
     setupFiles: ['./test/setup.ts'],
+    // The Worker's JSON log lines are asserted where they matter (spies); elsewhere they are noise.
+    onConsoleLog: (line) => !line.startsWith('{"level":'),
   },
 });

@@ -3,6 +3,7 @@ import { errors, jwtVerify, type JWTPayload } from 'jose';
 import { type AuthConfig, authConfig } from './config';
 import { ApiFailure, Code } from './envelope';
 import { KeysUnavailable } from './keys';
+import { authFailure } from './limits';
 import type { AppEnv } from './types';
 
 /** Longest token we are willing to parse (CONTRACT §3). */
@@ -78,7 +79,14 @@ export async function verifyToken(
 /** Rejects the request unless it carries a valid token; sets `appId` and `jti` on the context. */
 export const authenticate: MiddlewareHandler<AppEnv> = async (c, next) => {
   const config = await authConfig(c.env);
-  const { appId, jti } = await verifyToken(bearerToken(c.req.header('authorization')), config);
+  let identity: { appId: string; jti: string | null };
+  try {
+    identity = await verifyToken(bearerToken(c.req.header('authorization')), config);
+  } catch (err) {
+    if (err instanceof ApiFailure && err.options.code === Code.invalidToken) throw await authFailure(c, err);
+    throw err;
+  }
+  const { appId, jti } = identity;
   c.set('appId', appId);
   c.set('jti', jti);
   await next();

@@ -1,4 +1,5 @@
 import type { Context } from 'hono';
+import { log } from './log';
 import type { AppEnv } from './types';
 
 /** Result codes of the documented interface, and the two this service adds for routing. */
@@ -78,19 +79,28 @@ export function requestId(c: Context<AppEnv>): string {
   return id;
 }
 
+// What each reply said, for the request log.
+const replies = new WeakMap<Response, { code: Code; detail?: string }>();
+
+/** The code (and failure detail) a reply of ours carries. */
+export const replyInfo = (res: Response) => replies.get(res);
+
 /** Builds every reply of the service: the `{return, message}` body and the common headers. */
 export function envelope(
   status: number,
   code: Code,
   reqId: string,
   headers?: Record<string, string>,
+  detail?: string,
 ): Response {
   const h = new Headers(headers);
   h.set('content-type', 'application/json');
   h.set('cache-control', 'no-store');
   h.set('x-content-type-options', 'nosniff');
   h.set('x-request-id', reqId);
-  return new Response(`{"return":${code},"message":"${MESSAGES[code]}"}`, { status, headers: h });
+  const res = new Response(`{"return":${code},"message":"${MESSAGES[code]}"}`, { status, headers: h });
+  replies.set(res, { code, detail });
+  return res;
 }
 
 export const success = (c: Context<AppEnv>) => envelope(200, Code.success, requestId(c));
@@ -100,27 +110,11 @@ export function failureReply(err: unknown, method: string, reqId: string): Respo
   if (err instanceof ApiFailure) {
     // Details of a server-side failure go to the log, not to the client.
     const serverSide = err.status >= 500;
-    if (serverSide) log('error', reqId, err.detail, err.cause);
+    if (serverSide) log('error', { request_id: reqId, msg: err.detail }, err.cause);
     const headers = serverSide ? err.options.headers : { 'x-error-detail': err.detail, ...err.options.headers };
-    return envelope(err.status, err.options.code ?? operationCode(method), reqId, headers);
+    return envelope(err.status, err.options.code ?? operationCode(method), reqId, headers, err.detail);
   }
-  if (err instanceof ConfigError) {
-    log('error', reqId, `configuration error: ${err.setting}: ${err.message}`);
-    return envelope(500, operationCode(method), reqId);
-  }
-  log('error', reqId, 'unexpected error', err);
-  return envelope(500, operationCode(method), reqId);
-}
-
-/** One JSON line for the Workers log. Never pass a token or a secret. */
-export function log(level: 'error' | 'warn' | 'info', reqId: string, msg: string, cause?: unknown) {
-  const line: Record<string, unknown> = { level, request_id: reqId, msg };
-  if (cause !== undefined) {
-    line.error = cause instanceof Error ? `${cause.name}: ${cause.message}` : String(cause);
-  }
-  try {
-    console[level](JSON.stringify(line));
-  } catch {
-    // Logging must never turn a reply into a failure.
-  }
+  const detail = err instanceof ConfigError ? `configuration error: ${err.setting}: ${err.message}` : 'unexpected error';
+  log('error', { request_id: reqId, msg: detail }, err instanceof ConfigError ? undefined : err);
+  return envelope(500, operationCode(method), reqId, undefined, detail);
 }

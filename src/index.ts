@@ -1,7 +1,9 @@
 import { HonoBase } from 'hono/hono-base';
 import { RegExpRouter } from 'hono/router/reg-exp-router';
+import { accessLog } from './access-log';
 import { authenticate } from './auth';
 import { Code, envelope, failureReply, requestId, requestIdOf } from './envelope';
+import { limitApplication } from './limits';
 import type { AppEnv } from './types';
 import { removeWebhook, updateWebhook, WEBHOOK_PATH } from './webhooks';
 
@@ -9,9 +11,10 @@ import { removeWebhook, updateWebhook, WEBHOOK_PATH } from './webhooks';
 // smaller Linear and Pattern routers do not give.
 const app = new HonoBase<AppEnv>({ router: new RegExpRouter() });
 
-// Route, then authentication, then input, then storage (CONTRACT §2).
-app.put(WEBHOOK_PATH, authenticate, updateWebhook);
-app.delete(WEBHOOK_PATH, authenticate, removeWebhook);
+app.use(accessLog);
+// Route, then authentication, then rate limit, then input, then storage (CONTRACT §2).
+app.put(WEBHOOK_PATH, authenticate, limitApplication, updateWebhook);
+app.delete(WEBHOOK_PATH, authenticate, limitApplication, removeWebhook);
 app.all(WEBHOOK_PATH, (c) =>
   envelope(405, Code.methodNotAllowed, requestId(c), { allow: 'DELETE, PUT' }),
 );

@@ -86,14 +86,16 @@ export async function readUpdate(req: Request): Promise<WebhookUpdate> {
   let text: string;
   try {
     text = new TextDecoder('utf-8', { fatal: true, ignoreBOM: false }).decode(bytes);
-  } catch {
-    throw badInput('body is not valid UTF-8');
+  } catch (err) {
+    if (err instanceof TypeError) throw badInput('body is not valid UTF-8');
+    throw err;
   }
   let body: unknown;
   try {
     body = JSON.parse(text, keepIdText as (key: string, value: unknown) => unknown);
-  } catch {
-    throw badInput('body is not valid JSON');
+  } catch (err) {
+    if (err instanceof SyntaxError) throw badInput('body is not valid JSON');
+    throw err;
   }
   return webhookUpdate(body);
 }

@@ -7,5 +7,9 @@ export type AppEnv = {
     appId: string;
     /** The token's `jti`, when it has one: recorded as part of the audit actor. */
     jti: string | null;
+    /** The webhook the request addresses, once its input is valid (for the log). */
+    webhookId: string;
+    /** D1 calls made for the request, retries included (for the log). */
+    d1Attempts: number;
   };
 };

@@ -1,4 +1,5 @@
 import type { Context } from 'hono';
+import { withD1 } from './d1';
 import { notFound, requestId, success } from './envelope';
 import { readUpdate, webhookIdFromQuery } from './input';
 import { type Actor, deleteWebhook, setWebhookEnabled, webhookExists } from './store';
@@ -16,10 +17,11 @@ const actorOf = (c: Context<AppEnv>): Actor => ({
 /** PUT: set the active state; without `is_enabled`, only confirm the webhook is the caller's. */
 export async function updateWebhook(c: Context<AppEnv>): Promise<Response> {
   const { webhookId, isEnabled } = await readUpdate(c.req.raw);
+  c.set('webhookId', webhookId);
   const found =
     isEnabled === undefined
-      ? await webhookExists(c.env.DB, webhookId, c.get('appId'))
-      : await setWebhookEnabled(c.env.DB, webhookId, isEnabled, actorOf(c));
+      ? await withD1(c, (db) => webhookExists(db, webhookId, c.get('appId')))
+      : await withD1(c, (db) => setWebhookEnabled(db, webhookId, isEnabled, actorOf(c)));
   if (!found) throw notFound();
   return success(c);
 }
@@ -27,6 +29,7 @@ export async function updateWebhook(c: Context<AppEnv>): Promise<Response> {
 /** DELETE: remove the webhook named by the `webhook_id` query parameter. */
 export async function removeWebhook(c: Context<AppEnv>): Promise<Response> {
   const webhookId = webhookIdFromQuery(c.req.url);
-  if (!(await deleteWebhook(c.env.DB, webhookId, actorOf(c)))) throw notFound();
+  c.set('webhookId', webhookId);
+  if (!(await withD1(c, (db) => deleteWebhook(db, webhookId, actorOf(c))))) throw notFound();
   return success(c);
 }

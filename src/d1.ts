@@ -1,0 +1,55 @@
+import type { Context } from 'hono';
+import { ApiFailure, requestId } from './envelope';
+import { log } from './log';
+import type { AppEnv } from './types';
+
+// D1's transient errors that its documentation lists as safe to retry. Our writes are safe to
+// repeat even when a failed attempt had committed: every statement is conditional on the row's
+// current state, so a replay changes nothing more and writes no second audit record.
+const TRANSIENT = [
+  'Network connection lost',
+  'storage caused object to be reset',
+  'reset because its code was updated',
+  'Cannot resolve D1 DB due to transient issue on remote node',
+];
+const OVERLOADED = 'D1 DB is overloaded';
+
+/** Attempts at most, the first included. */
+export const D1_MAX_ATTEMPTS = 4;
+/** First backoff; it doubles per retry, with jitter. */
+export const D1_BASE_DELAY_MS = 25;
+/** No retry starts once this much time has passed since the first attempt. */
+export const D1_RETRY_BUDGET_MS = 1000;
+/** Seconds a client should wait after a 503 caused by storage. */
+export const STORAGE_RETRY_AFTER = 2;
+
+const unavailable = (detail: string, cause: unknown) =>
+  new ApiFailure(503, detail, { headers: { 'retry-after': String(STORAGE_RETRY_AFTER) }, cause });
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/**
+ * Runs one storage operation (one D1 round trip) for the request: transient D1 errors are retried
+ * with exponential backoff and jitter within a time budget; an overloaded or still-failing
+ * database answers 503 with Retry-After; any other storage error 500.
+ */
+export async function withD1<T>(c: Context<AppEnv>, operation: (db: D1Database) => Promise<T>): Promise<T> {
+  const started = Date.now();
+  for (let attempt = 1; ; attempt++) {
+    c.set('d1Attempts', attempt);
+    try {
+      return await operation(c.env.DB);
+    } catch (err) {
+      const message = err instanceof Error ? err.message : String(err);
+      if (message.includes(OVERLOADED)) throw unavailable('storage overloaded', err);
+      if (!TRANSIENT.some((t) => message.includes(t))) throw new ApiFailure(500, 'storage failure', { cause: err });
+      const ceiling = D1_BASE_DELAY_MS * 2 ** (attempt - 1);
+      const delay = ceiling / 2 + Math.random() * (ceiling / 2);
+      if (attempt >= D1_MAX_ATTEMPTS || Date.now() - started + delay > D1_RETRY_BUDGET_MS) {
+        throw unavailable('storage unavailable after retries', err);
+      }
+      log('warn', { request_id: requestId(c), msg: 'retrying transient D1 error', attempt }, err);
+      await sleep(delay);
+    }
+  }
+}

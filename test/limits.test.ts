@@ -1,0 +1,99 @@
+import { env } from 'cloudflare:test';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { RATE_LIMIT_PERIOD } from '../src/limits';
+import {
+  bearer,
+  expectDeleteFail,
+  expectInvalidToken,
+  expectSuccess,
+  expectUpdateFail,
+  fetchWorker,
+  insertWebhook,
+  snapshot,
+  tokenFor,
+  URL_,
+  webhookRow,
+} from './helpers';
+
+afterEach(() => {
+  vi.restoreAllMocks();
+});
+
+const deleteRequest = (id: string, headers: Record<string, string>) =>
+  new Request(`${URL_}?webhook_id=${id}`, { method: 'DELETE', headers });
+
+describe('rate limits', () => {
+  it('Retry-After matches the period wrangler.toml sets for both limits', () => {
+    const limits = JSON.parse(env.TEST_RATELIMITS) as { name: string; simple: { period: number } }[];
+    expect(limits.map((l) => l.name).sort()).toEqual(['APP_RATE_LIMITER', 'AUTH_FAILURE_RATE_LIMITER']);
+    for (const limit of limits) expect(limit.simple.period).toBe(RATE_LIMIT_PERIOD);
+  });
+
+  it('limits each application: 429 with the op code and Retry-After, changing nothing', async () => {
+    const bindings = { ...env, APP_RATE_LIMITER: env.TEST_APP_LIMITER };
+    const token = await tokenFor('app-limited');
+    for (let i = 0; i < 3; i++) {
+      const id = await insertWebhook('app-limited');
+      await expectSuccess(await fetchWorker(deleteRequest(id, bearer(token)), bindings));
+    }
+    const id = await insertWebhook('app-limited');
+    const before = await snapshot();
+
+    const deleteRes = await fetchWorker(deleteRequest(id, bearer(token)), bindings);
+    const putRes = await fetchWorker(
+      new Request(URL_, {
+        method: 'PUT',
+        headers: { ...bearer(token), 'content-type': 'application/json' },
+        body: JSON.stringify({ webhook_id: id, is_enabled: false }),
+      }),
+      bindings,
+    );
+
+    expect(deleteRes.headers.get('retry-after')).toBe(String(RATE_LIMIT_PERIOD));
+    await expectDeleteFail(deleteRes, 429);
+    await expectUpdateFail(putRes, 429);
+    expect(await snapshot()).toEqual(before);
+    // Another application has its own budget.
+    const other = await insertWebhook('app-unlimited');
+    await expectSuccess(await fetchWorker(deleteRequest(other, bearer(await tokenFor('app-unlimited'))), bindings));
+  });
+
+  it('checks the rate limit before the input', async () => {
+    const bindings = { ...env, APP_RATE_LIMITER: env.TEST_APP_LIMITER };
+    const token = await tokenFor('app-limited-2');
+    for (let i = 0; i < 3; i++) await fetchWorker(deleteRequest('1', bearer(token)), bindings);
+    await expectDeleteFail(await fetchWorker(deleteRequest('not-a-number', bearer(token)), bindings), 429);
+  });
+
+  it('slows failed authentications per address, never a valid token', async () => {
+    const bindings = { ...env, AUTH_FAILURE_RATE_LIMITER: env.TEST_FAILURE_LIMITER };
+    const guesser = { 'cf-connecting-ip': '203.0.113.7' };
+    const id = await insertWebhook('app-a');
+    for (let i = 0; i < 3; i++) {
+      await expectInvalidToken(await fetchWorker(deleteRequest(id, { ...guesser, authorization: `Bearer x.y.${i}` }), bindings));
+    }
+
+    const limited = await fetchWorker(deleteRequest(id, { ...guesser, authorization: 'Bearer x.y.z' }), bindings);
+    expect(limited.headers.get('retry-after')).toBe(String(RATE_LIMIT_PERIOD));
+    await expectDeleteFail(limited, 429);
+    await expectDeleteFail(await fetchWorker(deleteRequest(id, guesser), bindings), 429);
+
+    // The same address with a valid token goes through; another address is not affected.
+    await expectInvalidToken(
+      await fetchWorker(deleteRequest(id, { 'cf-connecting-ip': '198.51.100.1', authorization: 'Bearer x.y.z' }), bindings),
+    );
+    await expectSuccess(await fetchWorker(deleteRequest(id, { ...guesser, ...bearer(await tokenFor('app-a')) }), bindings));
+    expect(await webhookRow(id)).toBeNull();
+  });
+
+  it('lets requests through, logged, when a limiter fails', async () => {
+    const warn = vi.spyOn(console, 'warn').mockImplementation(() => {});
+    const broken = { limit: () => Promise.reject(new Error('limiter down')) };
+    const bindings = { ...env, APP_RATE_LIMITER: broken, AUTH_FAILURE_RATE_LIMITER: broken };
+    const id = await insertWebhook('app-a');
+
+    await expectInvalidToken(await fetchWorker(deleteRequest(id, { authorization: 'Bearer x.y.z' }), bindings));
+    await expectSuccess(await fetchWorker(deleteRequest(id, bearer(await tokenFor('app-a'))), bindings));
+    expect(warn.mock.calls.filter((c) => String(c[0]).includes('rate limiter failed'))).toHaveLength(2);
+  });
+});
