@@ -1,0 +1,84 @@
+// Runs Workers in workerd through miniflare for the load and benchmark scripts: the production
+// bundle (as `wrangler deploy` would upload it) or a reference worker, each with a local D1 that
+// has the real schema and seeded webhooks.
+import { spawnSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { Miniflare } from 'miniflare';
+import { SignJWT } from 'jose';
+import { unstable_readConfig, unstable_splitSqlQuery } from 'wrangler';
+
+const root = new URL('..', import.meta.url);
+export const BUNDLE_DIR = new URL('../dist/', import.meta.url);
+export const PATH = '/v1.0/app/nft/webhook';
+
+/** Builds the production bundle into dist/ with wrangler, as a deploy would. */
+export function buildBundle() {
+  const run = spawnSync('npx', ['--no-install', 'wrangler', 'deploy', '--dry-run', '--outdir', 'dist'], {
+    cwd: root,
+    encoding: 'utf8',
+    env: { ...process.env, WRANGLER_SEND_METRICS: 'false' },
+  });
+  if (run.status !== 0) throw new Error(`wrangler deploy --dry-run failed:\n${run.stdout}\n${run.stderr}`);
+  return new URL('index.js', BUNDLE_DIR);
+}
+
+const config = unstable_readConfig({ config: new URL('wrangler.toml', root).pathname });
+const schema = unstable_splitSqlQuery(readFileSync(new URL('schema.sql', root), 'utf8'));
+export const SECRET = randomBytes(32).toString('base64url');
+const unlimited = { simple: { limit: 1_000_000_000, period: 60 } };
+
+/**
+ * Starts one worker with a fresh in-memory D1 holding `apps` x `perApp` webhooks (ids 1..n, app of
+ * id i is `app-${(i - 1) % apps}`) and returns its URL, its D1 and a `dispose`. `script` is a
+ * module's source, or `scriptPath` a file. Rate limits are lifted: load and benchmark measure the
+ * service, not the limiter's budget.
+ */
+export async function startWorker({ script, scriptPath, apps = 100, perApp = 100, log = false }) {
+  const mf = new Miniflare({
+    modules: true,
+    ...(script !== undefined ? { script } : { scriptPath: new URL(scriptPath).pathname }),
+    compatibilityDate: config.compatibility_date,
+    d1Databases: { DB: 'bench' },
+    bindings: { JWT_SECRET: SECRET, JWT_APP_CLAIM: 'sub' },
+    ratelimits: {
+      APP_RATE_LIMITER: { namespace_id: '1001', ...unlimited },
+      AUTH_FAILURE_RATE_LIMITER: { namespace_id: '1002', ...unlimited },
+    },
+    // The Worker logs one line per request: kept out of the measurement unless asked for.
+    handleRuntimeStdio: (stdout, stderr) => {
+      if (log) {
+        stdout.pipe(process.stdout);
+        stderr.pipe(process.stderr);
+      } else {
+        stdout.resume();
+        stderr.resume();
+      }
+    },
+  });
+  const url = await mf.ready;
+  const db = await mf.getD1Database('DB');
+  await db.batch(schema.map((sql) => db.prepare(sql)));
+  await seed(db, apps, perApp);
+  return { url: new URL(url).origin, db, dispose: () => mf.dispose() };
+}
+
+async function seed(db, apps, perApp) {
+  const total = apps * perApp;
+  const rows = [];
+  for (let i = 1; i <= total; i++) rows.push(`(${i}, 'app-${(i - 1) % apps}', 'https://app-${(i - 1) % apps}.example/hook/${i}', ${i % 2})`);
+  for (let i = 0; i < rows.length; i += 500) {
+    await db.exec(`INSERT INTO webhooks (webhook_id, app_id, url, is_enabled) VALUES ${rows.slice(i, i + 500).join(',')}`);
+  }
+}
+
+/** The application that owns seeded webhook `id`. */
+export const ownerOf = (id, apps) => `app-${(id - 1) % apps}`;
+
+/** A valid token for `appId`, signed with the harness secret. */
+export const tokenFor = (appId) =>
+  new SignJWT({ sub: appId })
+    .setProtectedHeader({ alg: 'HS256', typ: 'JWT' })
+    .setIssuedAt()
+    .setExpirationTime('2h')
+    .sign(new TextEncoder().encode(SECRET));
