@@ -40,7 +40,7 @@ export async function startWorker({ script, scriptPath, apps = 100, perApp = 100
     ...(script !== undefined ? { script } : { scriptPath: new URL(scriptPath).pathname }),
     compatibilityDate: config.compatibility_date,
     d1Databases: { DB: 'bench' },
-    bindings: { JWT_SECRET: SECRET, JWT_APP_CLAIM: 'sub' },
+    bindings: { JWT_SECRET: SECRET, JWT_APP_CLAIM: 'sub', BENCH_APPS: String(apps) },
     ratelimits: {
       APP_RATE_LIMITER: { namespace_id: '1001', ...unlimited },
       AUTH_FAILURE_RATE_LIMITER: { namespace_id: '1002', ...unlimited },

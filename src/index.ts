@@ -4,6 +4,7 @@ import { accessLog } from './access-log';
 import { authenticate } from './auth';
 import { Code, envelope, failureReply, requestId, requestIdOf } from './envelope';
 import { limitApplication } from './limits';
+import { discardBody } from './input';
 import type { AppEnv } from './types';
 import { removeWebhook, updateWebhook, WEBHOOK_PATH } from './webhooks';
 
@@ -22,12 +23,15 @@ app.notFound((c) => envelope(404, Code.notFound, requestId(c)));
 app.onError((err, c) => failureReply(err, c.req.method, requestId(c)));
 
 export default {
-  // The last line of defence: whatever escapes Hono still answers an envelope.
   async fetch(request, env, ctx) {
+    let response: Response;
     try {
-      return await app.fetch(request, env, ctx);
+      response = await app.fetch(request, env, ctx);
     } catch (err) {
-      return failureReply(err, request.method, requestIdOf(request));
+      // The last line of defence: whatever escapes Hono still answers an envelope.
+      response = failureReply(err, request.method, requestIdOf(request));
     }
+    await discardBody(request);
+    return response;
   },
 } satisfies ExportedHandler<CloudflareBindings>;

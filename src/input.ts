@@ -131,3 +131,27 @@ async function readLimited(req: Request): Promise<Uint8Array> {
   }
   return bytes;
 }
+
+/**
+ * Reads what is left of a request body that no one read (a rejected PUT, a DELETE with a body),
+ * up to MAX_BODY_BYTES, so that the client's keep-alive connection can carry its next request.
+ * A longer body is cancelled: that connection closes, which is fine for a client sending too much.
+ */
+export async function discardBody(req: Request): Promise<void> {
+  if (req.body === null || req.bodyUsed) return;
+  const reader = req.body.getReader();
+  let size = 0;
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) return;
+      size += value.byteLength;
+      if (size > MAX_BODY_BYTES) {
+        await reader.cancel();
+        return;
+      }
+    }
+  } catch {
+    // The client went away: nothing to keep alive.
+  }
+}

@@ -58,6 +58,19 @@ describe('routing and the envelope', () => {
     await expectDeleteFail(res, 400);
   });
 
+  it('reads an unread body after a rejection, so a keep-alive connection can be reused', async () => {
+    const rejected = new Request(URL_, {
+      method: 'PUT',
+      headers: { authorization: 'Bearer a.b.c', 'content-type': 'application/json' },
+      body: JSON.stringify({ webhook_id: 1, is_enabled: true }),
+    });
+    const deleteWithBody = new Request(`${URL_}?webhook_id=x`, { method: 'DELETE', body: 'ignored' });
+    await expectEnvelope(await fetchWith({}, rejected), 401, 20004, 'Invalid jwt token');
+    await expectEnvelope(await fetchWith({}, deleteWithBody), 401, 20004, 'Invalid jwt token');
+    expect(rejected.bodyUsed).toBe(true);
+    expect(deleteWithBody.bodyUsed).toBe(true);
+  });
+
   it('turns a storage failure into a logged 500 with the op code, changing nothing', async () => {
     const id = await insertWebhook('app-a');
     const errors = vi.spyOn(console, 'error').mockImplementation(() => {});
