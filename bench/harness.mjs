@@ -34,17 +34,16 @@ const unlimited = { simple: { limit: 1_000_000_000, period: 60 } };
  * module's source, or `scriptPath` a file. Rate limits are lifted: load and benchmark measure the
  * service, not the limiter's budget.
  */
-export async function startWorker({ script, scriptPath, apps = 100, perApp = 100, log = false }) {
+export async function startWorker({ script, scriptPath, apps = 100, perApp = 100, log = false, limiters = true }) {
   const mf = new Miniflare({
     modules: true,
     ...(script !== undefined ? { script } : { scriptPath: new URL(scriptPath).pathname }),
     compatibilityDate: config.compatibility_date,
     d1Databases: { DB: 'bench' },
     bindings: { JWT_SECRET: SECRET, JWT_APP_CLAIM: 'sub', BENCH_APPS: String(apps) },
-    ratelimits: {
-      APP_RATE_LIMITER: { namespace_id: '1001', ...unlimited },
-      AUTH_FAILURE_RATE_LIMITER: { namespace_id: '1002', ...unlimited },
-    },
+    ratelimits: limiters
+      ? { APP_RATE_LIMITER: { namespace_id: '1001', ...unlimited }, AUTH_FAILURE_RATE_LIMITER: { namespace_id: '1002', ...unlimited } }
+      : {},
     // The Worker logs one line per request: kept out of the measurement unless asked for.
     handleRuntimeStdio: (stdout, stderr) => {
       if (log) {

@@ -40,11 +40,49 @@ export function bearerToken(header: string | undefined): string {
 /** Seconds a client should wait before retrying when the keys could not be fetched. */
 export const KEYS_RETRY_AFTER = 5;
 
-/** Verifies the JWT and returns the calling application and the token's `jti`. */
-export async function verifyToken(
-  token: string,
-  config: AuthConfig,
-): Promise<{ appId: string; jti: string | null }> {
+/** Who a verified token names. */
+interface Identity {
+  appId: string;
+  jti: string | null;
+}
+
+/** How long a verified token is taken on trust without verifying it again. */
+export const VERIFIED_TOKEN_TTL_MS = 60_000;
+const VERIFIED_TOKENS_MAX = 1000;
+
+/**
+ * Tokens verified recently, by their exact text, per configuration (so per isolate): a client
+ * sends the same token for its whole lifetime, and verifying it again (parse, signature, claims)
+ * is most of authentication's cost. An entry lasts until the token expires (or exceeds its
+ * maximum age), and never longer than VERIFIED_TOKEN_TTL_MS; the oldest entry makes room.
+ */
+const verifiedTokens = new WeakMap<AuthConfig, Map<string, Identity & { until: number }>>();
+
+function rememberVerified(config: AuthConfig, token: string, identity: Identity, payload: JWTPayload) {
+  const tolerance = config.clockTolerance * 1000;
+  let until = Math.min((payload.exp as number) * 1000 + tolerance, Date.now() + VERIFIED_TOKEN_TTL_MS);
+  if (config.maxTokenAge !== undefined && payload.iat !== undefined) {
+    until = Math.min(until, (payload.iat + config.maxTokenAge) * 1000 + tolerance);
+  }
+  let cache = verifiedTokens.get(config);
+  if (cache === undefined) verifiedTokens.set(config, (cache = new Map()));
+  if (cache.size >= VERIFIED_TOKENS_MAX) cache.delete(cache.keys().next().value as string);
+  cache.set(token, { ...identity, until });
+}
+
+function recallVerified(config: AuthConfig, token: string): Identity | undefined {
+  const cache = verifiedTokens.get(config);
+  const entry = cache?.get(token);
+  if (entry === undefined) return undefined;
+  if (Date.now() < entry.until) return entry;
+  cache?.delete(token);
+  return undefined;
+}
+
+/** Verifies the JWT (or recalls it, verified recently) and returns who it names. */
+export async function verifyToken(token: string, config: AuthConfig): Promise<Identity> {
+  const known = recallVerified(config, token);
+  if (known !== undefined) return known;
   let payload: JWTPayload;
   try {
     ({ payload } = await jwtVerify(token, config.keys.resolve, {
@@ -73,13 +111,15 @@ export async function verifyToken(
   }
   const appId = payload[config.appClaim];
   if (typeof appId !== 'string' || appId === '') throw invalidToken('token names no application', true);
-  return { appId, jti: typeof payload.jti === 'string' ? payload.jti : null };
+  const identity = { appId, jti: typeof payload.jti === 'string' ? payload.jti : null };
+  rememberVerified(config, token, identity, payload);
+  return identity;
 }
 
 /** Rejects the request unless it carries a valid token; sets `appId` and `jti` on the context. */
 export const authenticate: MiddlewareHandler<AppEnv> = async (c, next) => {
   const config = await authConfig(c.env);
-  let identity: { appId: string; jti: string | null };
+  let identity: Identity;
   try {
     identity = await verifyToken(bearerToken(c.req.header('authorization')), config);
   } catch (err) {

@@ -34,6 +34,7 @@ async function signHs256(header: Record<string, unknown>, payload: Record<string
 
 afterEach(() => {
   vi.restoreAllMocks();
+  vi.useRealTimers();
 });
 
 /** Sends a DELETE and a PUT for one webhook with `headers`; both must answer 20004 and change nothing. */
@@ -204,5 +205,55 @@ describe('authentication', () => {
       );
     }
     expect(importKey).toHaveBeenCalledTimes(1);
+  });
+
+  describe('verified-token cache', () => {
+    const deleteWith = async (bindings: object, token: string) => {
+      const id = await insertWebhook('app-a');
+      const res = await fetchWorker(new Request(`${URL_}?webhook_id=${id}`, { method: 'DELETE', headers: bearer(token) }), bindings);
+      return { res, deleted: (await webhookRow(id)) === null };
+    };
+
+    it('stops trusting a cached token once it expires', async () => {
+      const bindings = { ...env };
+      const token = await tokenFor('app-a', { exp: now() + 10 });
+      const first = await deleteWith(bindings, token);
+      await expectSuccess(first.res);
+      vi.useFakeTimers({ toFake: ['Date'] });
+      vi.setSystemTime(Date.now() + 30_000);
+      const later = await deleteWith(bindings, token);
+      await expectInvalidToken(later.res);
+      expect(later.deleted).toBe(false);
+    });
+
+    it('stops trusting a cached token past JWT_MAX_TOKEN_AGE', async () => {
+      const bindings = { ...env, JWT_MAX_TOKEN_AGE: '60' };
+      const token = await tokenFor('app-a', { iat: now() - 50, exp: now() + 3600 });
+      await expectSuccess((await deleteWith(bindings, token)).res);
+      vi.useFakeTimers({ toFake: ['Date'] });
+      vi.setSystemTime(Date.now() + 20_000);
+      await expectInvalidToken((await deleteWith(bindings, token)).res);
+    });
+
+    it('does not carry a token verified under one configuration to another', async () => {
+      const token = await tokenFor('app-a');
+      await expectSuccess((await deleteWith({ ...env }, token)).res);
+      const other = await deleteWith({ ...env, JWT_SECRET: 'a-different-secret-a-different-secret' }, token);
+      await expectInvalidToken(other.res);
+      expect(other.deleted).toBe(false);
+    });
+
+    it('verifies a token again after the cache time', async () => {
+      const bindings = { ...env };
+      const token = await tokenFor('app-a', { exp: now() + 3600 });
+      await expectSuccess((await deleteWith(bindings, token)).res);
+      const verify = vi.spyOn(crypto.subtle, 'verify');
+      await expectSuccess((await deleteWith(bindings, token)).res);
+      expect(verify).not.toHaveBeenCalled();
+      vi.useFakeTimers({ toFake: ['Date'] });
+      vi.setSystemTime(Date.now() + 61_000);
+      await expectSuccess((await deleteWith(bindings, token)).res);
+      expect(verify).toHaveBeenCalledTimes(1);
+    });
   });
 });

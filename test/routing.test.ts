@@ -109,22 +109,22 @@ describe('routing and the envelope', () => {
 
   it('answers an envelope even when the error handler itself fails', async () => {
     vi.spyOn(console, 'error').mockImplementation(() => {});
-    // The handler fails (its DB binding throws), then building the error reply fails once too:
-    // the Worker's outer guard must still answer the envelope.
+    // The handler fails (its DB binding throws), then the error handler fails too (making the
+    // request id throws once): the Worker's outer guard must still answer the envelope.
     const bindings = { ...env };
     Object.defineProperty(bindings, 'DB', {
       get() {
         throw new Error('binding unavailable');
       },
     });
-    const set = vi.spyOn(Headers.prototype, 'set').mockImplementationOnce(() => {
-      throw new Error('headers broken');
+    const uuid = vi.spyOn(crypto, 'randomUUID').mockImplementationOnce(() => {
+      throw new Error('no ids today');
     });
     const res = await fetchWorker(
       new Request(`${URL_}?webhook_id=1`, { method: 'DELETE', headers: bearer(await tokenFor('app-a')) }),
       bindings,
     );
     await expectDeleteFail(res, 500);
-    expect(set.mock.calls.length).toBeGreaterThan(1);
+    expect(uuid.mock.calls.length).toBeGreaterThan(1);
   });
 });
