@@ -34,9 +34,10 @@ const unlimited = { simple: { limit: 1_000_000_000, period: 60 } };
  * module's source, or `scriptPath` a file. Rate limits are lifted: load and benchmark measure the
  * service, not the limiter's budget.
  */
-export async function startWorker({ script, scriptPath, apps = 100, perApp = 100, log = false, limiters = true }) {
+export async function startWorker({ script, scriptPath, apps = 100, perApp = 100, log = false, limiters = true, inspectorPort }) {
   const mf = new Miniflare({
     modules: true,
+    inspectorPort,
     ...(script !== undefined ? { script } : { scriptPath: new URL(scriptPath).pathname }),
     compatibilityDate: config.compatibility_date,
     d1Databases: { DB: 'bench' },

@@ -1,0 +1,68 @@
+// npm run profile -- [rejected|put]: a CPU profile of the Worker's isolate in workerd, taken over
+// the inspector while autocannon drives one scenario, printed as self time per function. Built
+// unminified so that the names mean something.
+import autocannon from 'autocannon';
+import { build } from 'esbuild';
+import WebSocket from 'ws';
+import { ownerOf, PATH, startWorker, tokenFor } from './harness.mjs';
+
+const scenario = process.argv[2] ?? 'rejected';
+const APPS = 10;
+const { outputFiles } = await build({
+  entryPoints: [new URL('../src/index.ts', import.meta.url).pathname],
+  bundle: true,
+  format: 'esm',
+  write: false,
+  conditions: ['workerd', 'worker', 'browser'],
+});
+const inspectorPort = 9239;
+const worker = await startWorker({ script: outputFiles[0].text, apps: APPS, perApp: 5000, inspectorPort });
+
+// The Chrome DevTools Protocol, over the inspector's WebSocket for the user worker.
+const targets = await (await fetch(`http://127.0.0.1:${inspectorPort}/json`)).json();
+const ws = new WebSocket(targets.find((t) => t.title.includes('core:user')).webSocketDebuggerUrl);
+await new Promise((resolve) => ws.once('open', resolve));
+let nextId = 0;
+const pending = new Map();
+ws.on('message', (data) => {
+  const msg = JSON.parse(data);
+  pending.get(msg.id)?.(msg.result);
+});
+const send = (method, params = {}) =>
+  new Promise((resolve) => {
+    pending.set(++nextId, resolve);
+    ws.send(JSON.stringify({ id: nextId, method, params }));
+  });
+
+const tokens = await Promise.all(Array.from({ length: APPS }, (_, i) => tokenFor(`app-${i}`)));
+let n = 0;
+const request =
+  scenario === 'rejected'
+    ? () => ({ method: 'DELETE', path: `${PATH}?webhook_id=1`, headers: { authorization: `Bearer ${tokens[0].slice(0, -4)}AAAA` } })
+    : () => {
+        const id = 1 + (n++ % 50_000);
+        const headers = { 'content-type': 'application/json', authorization: `Bearer ${tokens[Number(ownerOf(id, APPS).slice(4))]}` };
+        return { method: 'PUT', path: PATH, headers, body: JSON.stringify({ webhook_id: id, is_enabled: n % 2 === 0 }) };
+      };
+
+await send('Profiler.enable');
+await send('Profiler.setSamplingInterval', { interval: 50 });
+await send('Profiler.start');
+await autocannon({ url: worker.url, connections: 16, duration: 4, requests: [{ setupRequest: (r) => ({ ...r, ...request() }) }] });
+const { profile } = await send('Profiler.stop');
+ws.close();
+await worker.dispose();
+
+const nodes = new Map(profile.nodes.map((node) => [node.id, node]));
+const self = new Map();
+let total = 0;
+profile.samples.forEach((id, i) => {
+  const { functionName, url, lineNumber } = nodes.get(id).callFrame;
+  const key = `${functionName || '(anonymous)'} ${url.split('/').pop()}:${lineNumber}`;
+  self.set(key, (self.get(key) ?? 0) + profile.timeDeltas[i]);
+  total += profile.timeDeltas[i];
+});
+console.log(`self time in the Worker's isolate, scenario "${scenario}":`);
+for (const [key, t] of [...self].sort((a, b) => b[1] - a[1]).slice(0, 25)) {
+  console.log(`${((100 * t) / total).toFixed(1).padStart(5)}%  ${key}`);
+}
