@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { cloudflareTest } from '@cloudflare/vitest-pool-workers';
-import { unstable_readConfig, unstable_splitSqlQuery } from 'wrangler';
 import { defineConfig } from 'vitest/config';
+import { unstable_readConfig, unstable_splitSqlQuery } from 'wrangler';
 
 // The test database gets the real schema.sql, split the way `wrangler d1 execute` splits it.
 const schema = unstable_splitSqlQuery(readFileSync(new URL('./schema.sql', import.meta.url), 'utf8'));

@@ -25,7 +25,13 @@ const PER_APP = 600; // 60,000 webhooks
 const bundleUrl = buildBundle();
 const bundle = readFileSync(bundleUrl);
 const floorScript = (
-  await build({ entryPoints: [new URL('floor-worker.ts', import.meta.url).pathname], bundle: true, format: 'esm', write: false, minify: true })
+  await build({
+    entryPoints: [new URL('floor-worker.ts', import.meta.url).pathname],
+    bundle: true,
+    format: 'esm',
+    write: false,
+    minify: true,
+  })
 ).outputFiles[0].text;
 // Reads the body (workerd closes a keep-alive connection whose request body was left unread),
 // then answers the fixed envelope.
@@ -43,32 +49,78 @@ const json = (token) => ({ 'content-type': 'application/json', authorization: `B
 
 const scenarios = [
   {
-    name: 'PUT changes state', reference: 'floor', expect: 200,
-    request: (n) => { const id = 1 + (n % 24_000); return { method: 'PUT', path: PATH, headers: json(tokenOf(id)), body: JSON.stringify({ webhook_id: id, is_enabled: id % 2 === 0 }) }; },
+    name: 'PUT changes state',
+    reference: 'floor',
+    expect: 200,
+    request: (n) => {
+      const id = 1 + (n % 24_000);
+      return {
+        method: 'PUT',
+        path: PATH,
+        headers: json(tokenOf(id)),
+        body: JSON.stringify({ webhook_id: id, is_enabled: id % 2 === 0 }),
+      };
+    },
   },
   {
-    name: 'PUT same state', reference: 'floor', expect: 200,
-    request: (n) => { const id = 50_001 + (n % 10_000); return { method: 'PUT', path: PATH, headers: json(tokenOf(id)), body: JSON.stringify({ webhook_id: id, is_enabled: id % 2 === 1 }) }; },
+    name: 'PUT same state',
+    reference: 'floor',
+    expect: 200,
+    request: (n) => {
+      const id = 50_001 + (n % 10_000);
+      return {
+        method: 'PUT',
+        path: PATH,
+        headers: json(tokenOf(id)),
+        body: JSON.stringify({ webhook_id: id, is_enabled: id % 2 === 1 }),
+      };
+    },
   },
   {
-    name: 'DELETE existing', reference: 'floor', expect: 200,
-    request: (n) => { const id = 24_001 + (n % 24_000); return { method: 'DELETE', path: `${PATH}?webhook_id=${id}`, headers: json(tokenOf(id)) }; },
+    name: 'DELETE existing',
+    reference: 'floor',
+    expect: 200,
+    request: (n) => {
+      const id = 24_001 + (n % 24_000);
+      return { method: 'DELETE', path: `${PATH}?webhook_id=${id}`, headers: json(tokenOf(id)) };
+    },
   },
   {
-    name: 'DELETE missing', reference: 'floor', expect: 404,
-    request: (n) => { const id = 100_001 + n; return { method: 'DELETE', path: `${PATH}?webhook_id=${id}`, headers: json(tokenOf(id)) }; },
+    name: 'DELETE missing',
+    reference: 'floor',
+    expect: 404,
+    request: (n) => {
+      const id = 100_001 + n;
+      return { method: 'DELETE', path: `${PATH}?webhook_id=${id}`, headers: json(tokenOf(id)) };
+    },
   },
   {
-    name: 'rejected token (PUT)', reference: 'constant', expect: 401,
-    request: (n) => ({ method: 'PUT', path: PATH, headers: json(forged), body: JSON.stringify({ webhook_id: 1 + n, is_enabled: true }) }),
+    name: 'rejected token (PUT)',
+    reference: 'constant',
+    expect: 401,
+    request: (n) => ({
+      method: 'PUT',
+      path: PATH,
+      headers: json(forged),
+      body: JSON.stringify({ webhook_id: 1 + n, is_enabled: true }),
+    }),
   },
   {
-    name: 'rejected token (DELETE)', reference: 'constant', expect: 401,
+    name: 'rejected token (DELETE)',
+    reference: 'constant',
+    expect: 401,
     request: (n) => ({ method: 'DELETE', path: `${PATH}?webhook_id=${1 + n}`, headers: json(forged) }),
   },
   {
-    name: 'invalid input (PUT)', reference: 'constant', expect: 400,
-    request: (n) => ({ method: 'PUT', path: PATH, headers: json(tokenOf(1 + (n % 100))), body: JSON.stringify({ webhook_id: `${n}.5`, is_enabled: true }) }),
+    name: 'invalid input (PUT)',
+    reference: 'constant',
+    expect: 400,
+    request: (n) => ({
+      method: 'PUT',
+      path: PATH,
+      headers: json(tokenOf(1 + (n % 100))),
+      body: JSON.stringify({ webhook_id: `${n}.5`, is_enabled: true }),
+    }),
   },
 ];
 
@@ -106,7 +158,8 @@ async function probe(url, scenario, n) {
   const r = scenario.request(n);
   const res = await fetch(url + r.path, { method: r.method, headers: r.headers, body: r.body });
   await res.text();
-  if (res.status !== scenario.expect) throw new Error(`${scenario.name}: expected ${scenario.expect}, got ${res.status}`);
+  if (res.status !== scenario.expect)
+    throw new Error(`${scenario.name}: expected ${scenario.expect}, got ${res.status}`);
 }
 
 // ---- runs ---------------------------------------------------------------------------------------
@@ -118,7 +171,12 @@ for (let run = 1; run <= RUNS; run++) {
     constant: await startWorker({ script: constantScript, apps: 1, perApp: 1 }),
     floor: await startWorker({ script: floorScript, apps: APPS, perApp: PER_APP }),
     // --no-limiters: diagnostic only, to see what the rate-limit bindings cost.
-    service: await startWorker({ scriptPath: bundleUrl.href, apps: APPS, perApp: PER_APP, limiters: !process.argv.includes('--no-limiters') }),
+    service: await startWorker({
+      scriptPath: bundleUrl.href,
+      apps: APPS,
+      perApp: PER_APP,
+      limiters: !process.argv.includes('--no-limiters'),
+    }),
   };
   const results = {};
   for (const scenario of scenarios) {
@@ -135,7 +193,8 @@ for (let run = 1; run <= RUNS; run++) {
     const r = results[scenario.name];
     process.stdout.write(
       `run ${run} ${scenario.name.padEnd(24)} service ${Math.round(r.service.rps)} req/s` +
-        (r.floor ? `, floor ${Math.round(r.floor.rps)}` : '') + `, constant ${Math.round(r.constant.rps)}\n`,
+        (r.floor ? `, floor ${Math.round(r.floor.rps)}` : '') +
+        `, constant ${Math.round(r.constant.rps)}\n`,
     );
   }
   for (const w of Object.values(workers)) await w.dispose();
@@ -153,28 +212,51 @@ for (let i = 0; i < 30; i++) {
 
 // ---- report --------------------------------------------------------------------------------------
 
-const report = { date: new Date().toISOString(), runs: RUNS, seconds: SECONDS, connections: CONNECTIONS, webhooks: APPS * PER_APP, apps: APPS, scenarios: {} };
+const report = {
+  date: new Date().toISOString(),
+  runs: RUNS,
+  seconds: SECONDS,
+  connections: CONNECTIONS,
+  webhooks: APPS * PER_APP,
+  apps: APPS,
+  scenarios: {},
+};
 const failures = [];
-console.log(`\nmedian of ${RUNS} runs of ${SECONDS} s each, ${CONNECTIONS} keep-alive connections, ${APPS * PER_APP} webhooks / ${APPS} apps`);
+console.log(
+  `\nmedian of ${RUNS} runs of ${SECONDS} s each, ${CONNECTIONS} keep-alive connections, ${APPS * PER_APP} webhooks / ${APPS} apps`,
+);
 console.log('scenario                  req/s   p50  p99  max  errors  ref p99  vs floor  vs constant  target');
 for (const scenario of scenarios) {
   const runs = perRun.map((r) => r[scenario.name]);
   const pick = (name, key) => median(runs.map((r) => r[name][key]));
-  const service = { rps: pick('service', 'rps'), p50: pick('service', 'p50'), p99: pick('service', 'p99'), max: Math.max(...runs.map((r) => r.service.max)), errors: Math.max(...runs.map((r) => r.service.errors)) };
+  const service = {
+    rps: pick('service', 'rps'),
+    p50: pick('service', 'p50'),
+    p99: pick('service', 'p99'),
+    max: Math.max(...runs.map((r) => r.service.max)),
+    errors: Math.max(...runs.map((r) => r.service.errors)),
+  };
   const referenceP99 = pick(scenario.reference, 'p99');
   const vsFloor = scenario.reference === 'floor' ? median(runs.map((r) => r.service.rps / r.floor.rps)) : null;
   const vsConstant = median(runs.map((r) => r.service.rps / r.constant.rps));
-  const target = scenario.reference === 'floor' ? { ratio: vsFloor, min: 0.95, of: 'floor' } : { ratio: vsConstant, min: 0.8, of: 'constant' };
+  const target =
+    scenario.reference === 'floor'
+      ? { ratio: vsFloor, min: 0.95, of: 'floor' }
+      : { ratio: vsConstant, min: 0.8, of: 'constant' };
   const met = target.ratio >= target.min;
   // Outliers: a stall (a request over a second), or a tail far beyond the reference's, measured
   // beside it on the same machine (two shared cores give every worker some tail).
   const outliers = service.max > 1000 || service.p99 > 2 * referenceP99 + 10;
   if (!met) failures.push(`${scenario.name}: ${target.ratio.toFixed(2)}x ${target.of}, target ${target.min}x`);
   if (service.errors > 0) failures.push(`${scenario.name}: ${service.errors} connection errors`);
-  if (outliers) failures.push(`${scenario.name}: p99 ${service.p99} ms (reference ${referenceP99} ms), max ${service.max} ms`);
+  if (outliers)
+    failures.push(`${scenario.name}: p99 ${service.p99} ms (reference ${referenceP99} ms), max ${service.max} ms`);
   report.scenarios[scenario.name] = {
     service,
-    floor: scenario.reference === 'floor' ? { rps: pick('floor', 'rps'), p50: pick('floor', 'p50'), p99: pick('floor', 'p99') } : undefined,
+    floor:
+      scenario.reference === 'floor'
+        ? { rps: pick('floor', 'rps'), p50: pick('floor', 'p50'), p99: pick('floor', 'p99') }
+        : undefined,
     constant: { rps: pick('constant', 'rps'), p50: pick('constant', 'p50'), p99: pick('constant', 'p99') },
     ratio_to_floor: vsFloor,
     ratio_to_constant: vsConstant,
@@ -189,10 +271,18 @@ for (const scenario of scenarios) {
 }
 const gzip = gzipSync(bundle).length;
 report.bundle = { raw_bytes: bundle.length, gzip_bytes: gzip, limit_gzip_bytes: 32 * 1024 };
-report.startup_ms = { first_import: startup[0], median_fresh_import: median(startup), method: 'import() of dist/index.js in Node 20 (V8), 30 fresh module instances' };
+report.startup_ms = {
+  first_import: startup[0],
+  median_fresh_import: median(startup),
+  method: 'import() of dist/index.js in Node 20 (V8), 30 fresh module instances',
+};
 if (gzip > 32 * 1024) failures.push(`bundle ${gzip} bytes gzip > 32 KiB`);
-console.log(`\nbundle: ${(bundle.length / 1024).toFixed(1)} KiB raw, ${(gzip / 1024).toFixed(1)} KiB gzip (limit 32 KiB)`);
-console.log(`module start-up: first import ${startup[0].toFixed(2)} ms, median fresh import ${median(startup).toFixed(2)} ms (V8 in Node)`);
+console.log(
+  `\nbundle: ${(bundle.length / 1024).toFixed(1)} KiB raw, ${(gzip / 1024).toFixed(1)} KiB gzip (limit 32 KiB)`,
+);
+console.log(
+  `module start-up: first import ${startup[0].toFixed(2)} ms, median fresh import ${median(startup).toFixed(2)} ms (V8 in Node)`,
+);
 report.failures = failures;
 
 mkdirSync(new URL('results/', import.meta.url), { recursive: true });

@@ -4,8 +4,8 @@
 import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { Miniflare } from 'miniflare';
 import { SignJWT } from 'jose';
+import { Miniflare } from 'miniflare';
 import { unstable_readConfig, unstable_splitSqlQuery } from 'wrangler';
 
 const root = new URL('..', import.meta.url);
@@ -34,7 +34,15 @@ const unlimited = { simple: { limit: 1_000_000_000, period: 60 } };
  * module's source, or `scriptPath` a file. Rate limits are lifted: load and benchmark measure the
  * service, not the limiter's budget.
  */
-export async function startWorker({ script, scriptPath, apps = 100, perApp = 100, log = false, limiters = true, inspectorPort }) {
+export async function startWorker({
+  script,
+  scriptPath,
+  apps = 100,
+  perApp = 100,
+  log = false,
+  limiters = true,
+  inspectorPort,
+}) {
   const mf = new Miniflare({
     modules: true,
     inspectorPort,
@@ -43,7 +51,10 @@ export async function startWorker({ script, scriptPath, apps = 100, perApp = 100
     d1Databases: { DB: 'bench' },
     bindings: { JWT_SECRET: SECRET, JWT_APP_CLAIM: 'sub', BENCH_APPS: String(apps) },
     ratelimits: limiters
-      ? { APP_RATE_LIMITER: { namespace_id: '1001', ...unlimited }, AUTH_FAILURE_RATE_LIMITER: { namespace_id: '1002', ...unlimited } }
+      ? {
+          APP_RATE_LIMITER: { namespace_id: '1001', ...unlimited },
+          AUTH_FAILURE_RATE_LIMITER: { namespace_id: '1002', ...unlimited },
+        }
       : {},
     // The Worker logs one line per request: kept out of the measurement unless asked for.
     handleRuntimeStdio: (stdout, stderr) => {
@@ -66,9 +77,12 @@ export async function startWorker({ script, scriptPath, apps = 100, perApp = 100
 async function seed(db, apps, perApp) {
   const total = apps * perApp;
   const rows = [];
-  for (let i = 1; i <= total; i++) rows.push(`(${i}, 'app-${(i - 1) % apps}', 'https://app-${(i - 1) % apps}.example/hook/${i}', ${i % 2})`);
+  for (let i = 1; i <= total; i++)
+    rows.push(`(${i}, 'app-${(i - 1) % apps}', 'https://app-${(i - 1) % apps}.example/hook/${i}', ${i % 2})`);
   for (let i = 0; i < rows.length; i += 500) {
-    await db.exec(`INSERT INTO webhooks (webhook_id, app_id, url, is_enabled) VALUES ${rows.slice(i, i + 500).join(',')}`);
+    await db.exec(
+      `INSERT INTO webhooks (webhook_id, app_id, url, is_enabled) VALUES ${rows.slice(i, i + 500).join(',')}`,
+    );
   }
 }
 

@@ -38,17 +38,34 @@ const tokens = await Promise.all(Array.from({ length: APPS }, (_, i) => tokenFor
 let n = 0;
 const request =
   scenario === 'rejected'
-    ? () => ({ method: 'DELETE', path: `${PATH}?webhook_id=1`, headers: { authorization: `Bearer ${tokens[0].slice(0, -4)}AAAA` } })
+    ? () => ({
+        method: 'DELETE',
+        path: `${PATH}?webhook_id=1`,
+        headers: { authorization: `Bearer ${tokens[0].slice(0, -4)}AAAA` },
+      })
     : () => {
         const id = 1 + (n++ % 50_000);
-        const headers = { 'content-type': 'application/json', authorization: `Bearer ${tokens[Number(ownerOf(id, APPS).slice(4))]}` };
-        return { method: 'PUT', path: PATH, headers, body: JSON.stringify({ webhook_id: id, is_enabled: n % 2 === 0 }) };
+        const headers = {
+          'content-type': 'application/json',
+          authorization: `Bearer ${tokens[Number(ownerOf(id, APPS).slice(4))]}`,
+        };
+        return {
+          method: 'PUT',
+          path: PATH,
+          headers,
+          body: JSON.stringify({ webhook_id: id, is_enabled: n % 2 === 0 }),
+        };
       };
 
 await send('Profiler.enable');
 await send('Profiler.setSamplingInterval', { interval: 50 });
 await send('Profiler.start');
-await autocannon({ url: worker.url, connections: 16, duration: 4, requests: [{ setupRequest: (r) => ({ ...r, ...request() }) }] });
+await autocannon({
+  url: worker.url,
+  connections: 16,
+  duration: 4,
+  requests: [{ setupRequest: (r) => ({ ...r, ...request() }) }],
+});
 const { profile } = await send('Profiler.stop');
 ws.close();
 await worker.dispose();

@@ -27,12 +27,40 @@ const bearer = (t) => ({ authorization: `Bearer ${t}` });
 function randomRequest() {
   const id = pick(WEBHOOKS);
   const roll = Math.random();
-  if (roll < 0.45) return ['put', 'PUT', `${PATH}`, { ...json, ...bearer(tokenOf(id)) }, JSON.stringify({ webhook_id: id, is_enabled: Math.random() < 0.5 })];
-  if (roll < 0.52) return ['put-check', 'PUT', `${PATH}`, { ...json, ...bearer(tokenOf(id)) }, JSON.stringify({ webhook_id: String(id) })];
+  if (roll < 0.45)
+    return [
+      'put',
+      'PUT',
+      `${PATH}`,
+      { ...json, ...bearer(tokenOf(id)) },
+      JSON.stringify({ webhook_id: id, is_enabled: Math.random() < 0.5 }),
+    ];
+  if (roll < 0.52)
+    return [
+      'put-check',
+      'PUT',
+      `${PATH}`,
+      { ...json, ...bearer(tokenOf(id)) },
+      JSON.stringify({ webhook_id: String(id) }),
+    ];
   if (roll < 0.57) return ['delete', 'DELETE', `${PATH}?webhook_id=${id}`, bearer(tokenOf(id))];
-  if (roll < 0.67) return ['foreign', Math.random() < 0.5 ? 'PUT' : 'DELETE', `${PATH}?webhook_id=${id}`, { ...json, ...bearer(otherToken(id)) }, JSON.stringify({ webhook_id: id, is_enabled: false })];
+  if (roll < 0.67)
+    return [
+      'foreign',
+      Math.random() < 0.5 ? 'PUT' : 'DELETE',
+      `${PATH}?webhook_id=${id}`,
+      { ...json, ...bearer(otherToken(id)) },
+      JSON.stringify({ webhook_id: id, is_enabled: false }),
+    ];
   if (roll < 0.77) return ['bad-token', 'DELETE', `${PATH}?webhook_id=${id}`, bearer(`${tokenOf(id)}x`)];
-  if (roll < 0.87) return ['bad-input', 'PUT', `${PATH}`, { ...json, ...bearer(tokenOf(id)) }, JSON.stringify({ webhook_id: `${id}.5`, is_enabled: 'yes' })];
+  if (roll < 0.87)
+    return [
+      'bad-input',
+      'PUT',
+      `${PATH}`,
+      { ...json, ...bearer(tokenOf(id)) },
+      JSON.stringify({ webhook_id: `${id}.5`, is_enabled: 'yes' }),
+    ];
   if (roll < 0.95) return ['bad-type', 'PUT', `${PATH}`, bearer(tokenOf(id)), 'webhook_id=1'];
   return ['unknown', 'GET', '/v1.0/app/nft/webhooks', {}];
 }
@@ -57,18 +85,23 @@ await Promise.all(
       const code = method === 'HEAD' ? '-' : JSON.parse(text).return;
       count(kind, res.status, code);
       if (res.status >= 500) serverErrors++;
-      if (kind === 'delete' && res.status === 200) successfulDeletes.add(Number(new URL(path, worker.url).searchParams.get('webhook_id')));
+      if (kind === 'delete' && res.status === 200)
+        successfulDeletes.add(Number(new URL(path, worker.url).searchParams.get('webhook_id')));
     }
   }),
 );
 const seconds = (performance.now() - started) / 1000;
 
-console.log(`${REQUESTS} requests, ${CONCURRENCY} in parallel, ${seconds.toFixed(1)} s (${Math.round(REQUESTS / seconds)} req/s)`);
+console.log(
+  `${REQUESTS} requests, ${CONCURRENCY} in parallel, ${seconds.toFixed(1)} s (${Math.round(REQUESTS / seconds)} req/s)`,
+);
 console.log('kind       status return  count');
 for (const [key, n] of [...byKind].sort()) console.log(`${key.padEnd(24)} ${n}`);
 
 if (process.argv.includes('--self-check')) {
-  await worker.db.exec('INSERT INTO webhook_audit (webhook_id, app_id, action, row_before, actor, request_id) SELECT webhook_id, app_id, action, row_before, actor, request_id FROM webhook_audit ORDER BY audit_id DESC LIMIT 1');
+  await worker.db.exec(
+    'INSERT INTO webhook_audit (webhook_id, app_id, action, row_before, actor, request_id) SELECT webhook_id, app_id, action, row_before, actor, request_id FROM webhook_audit ORDER BY audit_id DESC LIMIT 1',
+  );
 }
 
 // The audit table against the changes: replay each webhook's records from its seeded state.
@@ -87,17 +120,21 @@ for (let id = 1; id <= WEBHOOKS; id++) {
   for (const r of records.get(id) ?? []) {
     const before = JSON.parse(r.row_before);
     if (deleted) problems.push(`webhook ${id}: a record after its delete`);
-    if (before.is_enabled !== state) problems.push(`webhook ${id}: ${r.action} recorded from state ${before.is_enabled}, expected ${state}`);
+    if (before.is_enabled !== state)
+      problems.push(`webhook ${id}: ${r.action} recorded from state ${before.is_enabled}, expected ${state}`);
     if (r.app_id !== ownerOf(id, APPS)) problems.push(`webhook ${id}: record for ${r.app_id}`);
     if (r.action === 'delete') deleted = true;
-    else if ((r.action === 'enable') === (state === 1)) problems.push(`webhook ${id}: ${r.action} but it was already ${state}`);
+    else if ((r.action === 'enable') === (state === 1))
+      problems.push(`webhook ${id}: ${r.action} but it was already ${state}`);
     else state = r.action === 'enable' ? 1 : 0;
   }
   const row = live.get(id);
-  if (deleted !== successfulDeletes.has(id)) problems.push(`webhook ${id}: deleted=${deleted} but a successful DELETE=${successfulDeletes.has(id)}`);
+  if (deleted !== successfulDeletes.has(id))
+    problems.push(`webhook ${id}: deleted=${deleted} but a successful DELETE=${successfulDeletes.has(id)}`);
   if (deleted && row !== undefined) problems.push(`webhook ${id}: delete recorded, row still there`);
   if (!deleted && row === undefined) problems.push(`webhook ${id}: row gone without a delete record`);
-  if (row !== undefined && row.is_enabled !== state) problems.push(`webhook ${id}: is_enabled ${row.is_enabled}, records say ${state}`);
+  if (row !== undefined && row.is_enabled !== state)
+    problems.push(`webhook ${id}: is_enabled ${row.is_enabled}, records say ${state}`);
 }
 await worker.dispose();
 

@@ -1,5 +1,5 @@
 import type { MiddlewareHandler } from 'hono';
-import { errors, jwtVerify, type JWTPayload } from 'jose';
+import { errors, type JWTPayload, jwtVerify } from 'jose';
 import { type AuthConfig, authConfig } from './config';
 import { ApiFailure, Code } from './envelope';
 import { KeysUnavailable } from './keys';
@@ -65,7 +65,10 @@ function rememberVerified(config: AuthConfig, token: string, identity: Identity,
     until = Math.min(until, (payload.iat + config.maxTokenAge) * 1000 + tolerance);
   }
   let cache = verifiedTokens.get(config);
-  if (cache === undefined) verifiedTokens.set(config, (cache = new Map()));
+  if (cache === undefined) {
+    cache = new Map();
+    verifiedTokens.set(config, cache);
+  }
   if (cache.size >= VERIFIED_TOKENS_MAX) cache.delete(cache.keys().next().value as string);
   cache.set(token, { ...identity, until });
 }

@@ -89,7 +89,10 @@ function verificationKeys(env: CloudflareBindings): Promise<VerificationKeys> | 
   if (secret !== undefined) return secretKeys(secret, algorithms);
   if (publicKey !== undefined) return publicKeys(publicKey, algorithms);
   if (url !== undefined) return remoteKeys(jwksUrl(url), algorithms);
-  throw new ConfigError('JWT_SECRET', 'no verification key is configured: set JWT_SECRET, JWT_PUBLIC_KEY or JWT_JWKS_URL');
+  throw new ConfigError(
+    'JWT_SECRET',
+    'no verification key is configured: set JWT_SECRET, JWT_PUBLIC_KEY or JWT_JWKS_URL',
+  );
 }
 
 async function readAuthConfig(env: CloudflareBindings): Promise<AuthConfig> {

@@ -126,7 +126,8 @@ export function failureReply(err: unknown, method: string, reqId: string): Respo
     const headers = serverSide ? err.options.headers : { 'x-error-detail': err.detail, ...err.options.headers };
     return envelope(err.status, err.options.code ?? operationCode(method), reqId, headers, err.detail);
   }
-  const detail = err instanceof ConfigError ? `configuration error: ${err.setting}: ${err.message}` : 'unexpected error';
+  const detail =
+    err instanceof ConfigError ? `configuration error: ${err.setting}: ${err.message}` : 'unexpected error';
   log('error', { request_id: reqId, msg: detail }, err instanceof ConfigError ? undefined : err);
   return envelope(500, operationCode(method), reqId, undefined, detail);
 }

@@ -3,8 +3,8 @@ import { RegExpRouter } from 'hono/router/reg-exp-router';
 import { accessLog } from './access-log';
 import { authenticate } from './auth';
 import { Code, envelope, failureReply, requestId, requestIdOf } from './envelope';
-import { limitApplication } from './limits';
 import { discardBody } from './input';
+import { limitApplication } from './limits';
 import type { AppEnv } from './types';
 import { removeWebhook, updateWebhook, WEBHOOK_PATH } from './webhooks';
 
@@ -16,9 +16,7 @@ app.use(accessLog);
 // Route, then authentication, then rate limit, then input, then storage (CONTRACT §2).
 app.put(WEBHOOK_PATH, authenticate, limitApplication, updateWebhook);
 app.delete(WEBHOOK_PATH, authenticate, limitApplication, removeWebhook);
-app.all(WEBHOOK_PATH, (c) =>
-  envelope(405, Code.methodNotAllowed, requestId(c), { allow: 'DELETE, PUT' }),
-);
+app.all(WEBHOOK_PATH, (c) => envelope(405, Code.methodNotAllowed, requestId(c), { allow: 'DELETE, PUT' }));
 app.notFound((c) => envelope(404, Code.notFound, requestId(c)));
 app.onError((err, c) => failureReply(err, c.req.method, requestId(c)));
 

@@ -31,7 +31,19 @@ export class KeysUnavailable extends Error {
 }
 
 const HMAC = ['HS256', 'HS384', 'HS512'];
-const ASYMMETRIC = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA', 'Ed25519'];
+const ASYMMETRIC = [
+  'RS256',
+  'RS384',
+  'RS512',
+  'PS256',
+  'PS384',
+  'PS512',
+  'ES256',
+  'ES384',
+  'ES512',
+  'EdDSA',
+  'Ed25519',
+];
 
 interface KeyEntry {
   kid?: string;
@@ -54,7 +66,14 @@ function localResolver(entries: KeyEntry[]): KeyResolver {
 /** Parses JWT_ALGORITHMS: undefined when unset; every name must be one this service verifies. */
 export function parseAlgorithms(value: string | undefined): string[] | undefined {
   if (value === undefined) return undefined;
-  const list = [...new Set(value.split(',').map((a) => a.trim()).filter((a) => a !== ''))];
+  const list = [
+    ...new Set(
+      value
+        .split(',')
+        .map((a) => a.trim())
+        .filter((a) => a !== ''),
+    ),
+  ];
   for (const alg of list) {
     if (!HMAC.includes(alg) && !ASYMMETRIC.includes(alg)) {
       throw new ConfigError('JWT_ALGORITHMS', `unsupported algorithm "${alg}" (never "none")`);
@@ -75,7 +94,9 @@ export async function secretKeys(secret: string, allowed: string[] | undefined):
   const entries = await Promise.all(
     algorithms.map(async (alg) => ({
       alg,
-      key: await crypto.subtle.importKey('raw', bytes, { name: 'HMAC', hash: `SHA-${alg.slice(2)}` }, false, ['verify']),
+      key: await crypto.subtle.importKey('raw', bytes, { name: 'HMAC', hash: `SHA-${alg.slice(2)}` }, false, [
+        'verify',
+      ]),
     })),
   );
   return { algorithms, resolve: localResolver(entries) };
@@ -139,7 +160,8 @@ async function jwkSetKeys(set: JSONWebKeySet, allowed: string[] | undefined): Pr
       throw new ConfigError('JWT_PUBLIC_KEY', `${where} has no "kid": every key of a set needs one`);
     }
     const algs = jwkAlgorithms(jwk);
-    if (algs === undefined) throw new ConfigError('JWT_PUBLIC_KEY', `${where} has no "alg" and an unsupported key type`);
+    if (algs === undefined)
+      throw new ConfigError('JWT_PUBLIC_KEY', `${where} has no "alg" and an unsupported key type`);
     for (const alg of algs) {
       if (allowed === undefined || allowed.includes(alg)) entries.push(await importEntry(jwk, alg, where));
     }
@@ -157,9 +179,16 @@ const PEM_CANDIDATES = ['RS256', 'ES256', 'ES384', 'ES512', 'EdDSA', 'PS256'];
 async function pemKeys(text: string, allowed: string[] | undefined): Promise<VerificationKeys> {
   const pem = text.replace(/\\n/g, '\n');
   if (!/-----BEGIN PUBLIC KEY-----/.test(pem)) {
-    throw new ConfigError('JWT_PUBLIC_KEY', 'a PEM key must be "-----BEGIN PUBLIC KEY-----" (SPKI); private keys are refused');
+    throw new ConfigError(
+      'JWT_PUBLIC_KEY',
+      'a PEM key must be "-----BEGIN PUBLIC KEY-----" (SPKI); private keys are refused',
+    );
   }
-  const tryImport = (alg: string) => importSPKI(pem, alg).then((key) => ({ alg, key }), () => null);
+  const tryImport = (alg: string) =>
+    importSPKI(pem, alg).then(
+      (key) => ({ alg, key }),
+      () => null,
+    );
   const entries: KeyEntry[] = [];
   let algorithms = allowed;
   if (algorithms === undefined) {

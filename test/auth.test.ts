@@ -21,14 +21,24 @@ import {
 } from './helpers';
 
 const now = () => Math.floor(Date.now() / 1000);
-const b64url = (value: unknown) => btoa(JSON.stringify(value)).replace(/=+$/, '').replace(/\+/g, '-').replace(/\//g, '_');
+const b64url = (value: unknown) =>
+  btoa(JSON.stringify(value)).replace(/=+$/, '').replace(/\+/g, '-').replace(/\//g, '_');
 
 /** Signs any header, even one jose refuses to produce (unknown `crit`), with the test secret. */
 async function signHs256(header: Record<string, unknown>, payload: Record<string, unknown>): Promise<string> {
   const input = `${b64url(header)}.${b64url(payload)}`;
-  const key = await crypto.subtle.importKey('raw', new TextEncoder().encode(env.JWT_SECRET), { name: 'HMAC', hash: 'SHA-256' }, false, ['sign']);
+  const key = await crypto.subtle.importKey(
+    'raw',
+    new TextEncoder().encode(env.JWT_SECRET),
+    { name: 'HMAC', hash: 'SHA-256' },
+    false,
+    ['sign'],
+  );
   const mac = new Uint8Array(await crypto.subtle.sign('HMAC', key, new TextEncoder().encode(input)));
-  const sig = btoa(String.fromCharCode(...mac)).replace(/=+$/, '').replace(/\+/g, '-').replace(/\//g, '_');
+  const sig = btoa(String.fromCharCode(...mac))
+    .replace(/=+$/, '')
+    .replace(/\+/g, '-')
+    .replace(/\//g, '_');
   return `${input}.${sig}`;
 }
 
@@ -41,10 +51,7 @@ afterEach(() => {
 async function expectRejectedBoth(headers: Record<string, string>, expectChallenge: 'invalid_token' | 'bare') {
   const id = await insertWebhook('app-a', { enabled: true });
   const before = await snapshot();
-  const replies = [
-    await del(`webhook_id=${id}`, headers),
-    await put({ webhook_id: id, is_enabled: false }, headers),
-  ];
+  const replies = [await del(`webhook_id=${id}`, headers), await put({ webhook_id: id, is_enabled: false }, headers)];
   for (const res of replies) {
     const challenge = res.headers.get('www-authenticate') ?? '';
     expect(challenge).toMatch(/^Bearer realm="nft-webhook"/);
@@ -82,20 +89,32 @@ describe('authentication', () => {
     ['a malformed token', async () => 'not.a.jwt'],
     ['two segments', async () => (await tokenFor('app-a')).split('.').slice(0, 2).join('.')],
     ['a bad signature', async () => tokenFor('app-a', {}, { secret: 'another-secret-another-secret-another' })],
-    ['a tampered payload', async () => {
-      const [h, , s] = (await tokenFor('app-a')).split('.');
-      return `${h}.${b64url({ sub: 'app-b', iss: env.JWT_ISSUER, aud: env.JWT_AUDIENCE, exp: now() + 300 })}.${s}`;
-    }],
-    ['alg none', async () =>
-      new UnsecuredJWT({ sub: 'app-a', iss: env.JWT_ISSUER, aud: env.JWT_AUDIENCE, exp: now() + 300 }).encode()],
-    ['alg none with a signature', async () => {
-      const [, p, s] = (await tokenFor('app-a')).split('.');
-      return `${b64url({ alg: 'none', typ: 'JWT' })}.${p}.${s}`;
-    }],
-    ['HS512 (not in the allow-list)', async () =>
-      new SignJWT({ sub: 'app-a', iss: env.JWT_ISSUER, aud: env.JWT_AUDIENCE, exp: now() + 300 })
-        .setProtectedHeader({ alg: 'HS512' })
-        .sign(new TextEncoder().encode(env.JWT_SECRET))],
+    [
+      'a tampered payload',
+      async () => {
+        const [h, , s] = (await tokenFor('app-a')).split('.');
+        return `${h}.${b64url({ sub: 'app-b', iss: env.JWT_ISSUER, aud: env.JWT_AUDIENCE, exp: now() + 300 })}.${s}`;
+      },
+    ],
+    [
+      'alg none',
+      async () =>
+        new UnsecuredJWT({ sub: 'app-a', iss: env.JWT_ISSUER, aud: env.JWT_AUDIENCE, exp: now() + 300 }).encode(),
+    ],
+    [
+      'alg none with a signature',
+      async () => {
+        const [, p, s] = (await tokenFor('app-a')).split('.');
+        return `${b64url({ alg: 'none', typ: 'JWT' })}.${p}.${s}`;
+      },
+    ],
+    [
+      'HS512 (not in the allow-list)',
+      async () =>
+        new SignJWT({ sub: 'app-a', iss: env.JWT_ISSUER, aud: env.JWT_AUDIENCE, exp: now() + 300 })
+          .setProtectedHeader({ alg: 'HS512' })
+          .sign(new TextEncoder().encode(env.JWT_SECRET)),
+    ],
     ['an expired token', async () => tokenFor('app-a', { exp: now() - 60 })],
     ['no exp', async () => tokenFor('app-a', { exp: undefined })],
     ['a non-numeric exp', async () => tokenFor('app-a', { exp: 'tomorrow' })],
@@ -109,8 +128,14 @@ describe('authentication', () => {
     ['an empty app claim', async () => tokenFor('app-a', { sub: '' })],
     ['a numeric app claim', async () => tokenFor('app-a', { sub: 42 })],
     ['an object app claim', async () => tokenFor('app-a', { sub: { id: 'app-a' } })],
-    ['an unknown crit header', async () =>
-      signHs256({ alg: 'HS256', crit: ['x-unknown'], 'x-unknown': 1 }, { sub: 'app-a', iss: env.JWT_ISSUER, aud: env.JWT_AUDIENCE, exp: now() + 300 })],
+    [
+      'an unknown crit header',
+      async () =>
+        signHs256(
+          { alg: 'HS256', crit: ['x-unknown'], 'x-unknown': 1 },
+          { sub: 'app-a', iss: env.JWT_ISSUER, aud: env.JWT_AUDIENCE, exp: now() + 300 },
+        ),
+    ],
     ['an oversize token', async () => tokenFor('app-a', { pad: 'x'.repeat(MAX_TOKEN_LENGTH) })],
     ['a token with spaces inside', async () => (await tokenFor('app-a')).replace('.', ' .')],
   ];
@@ -120,13 +145,18 @@ describe('authentication', () => {
 
   it('accepts a hand-signed token without crit (control for the crit case)', async () => {
     const id = await insertWebhook('app-a');
-    const token = await signHs256({ alg: 'HS256' }, { sub: 'app-a', iss: env.JWT_ISSUER, aud: env.JWT_AUDIENCE, exp: now() + 300 });
+    const token = await signHs256(
+      { alg: 'HS256' },
+      { sub: 'app-a', iss: env.JWT_ISSUER, aud: env.JWT_AUDIENCE, exp: now() + 300 },
+    );
     await expectSuccess(await del(`webhook_id=${id}`, bearer(token)));
   });
 
   it('accepts an audience list that contains the configured audience', async () => {
     const id = await insertWebhook('app-a');
-    await expectSuccess(await del(`webhook_id=${id}`, bearer(await tokenFor('app-a', { aud: ['x', env.JWT_AUDIENCE] }))));
+    await expectSuccess(
+      await del(`webhook_id=${id}`, bearer(await tokenFor('app-a', { aud: ['x', env.JWT_AUDIENCE] }))),
+    );
   });
 
   it('rejects a bad token before looking at the input', async () => {
@@ -201,7 +231,10 @@ describe('authentication', () => {
     for (let i = 0; i < 5; i++) {
       const id = await insertWebhook('app-a');
       await expectSuccess(
-        await fetchWorker(new Request(`${URL_}?webhook_id=${id}`, { method: 'DELETE', headers: bearer(token) }), bindings),
+        await fetchWorker(
+          new Request(`${URL_}?webhook_id=${id}`, { method: 'DELETE', headers: bearer(token) }),
+          bindings,
+        ),
       );
     }
     expect(importKey).toHaveBeenCalledTimes(1);
@@ -210,7 +243,10 @@ describe('authentication', () => {
   describe('verified-token cache', () => {
     const deleteWith = async (bindings: object, token: string) => {
       const id = await insertWebhook('app-a');
-      const res = await fetchWorker(new Request(`${URL_}?webhook_id=${id}`, { method: 'DELETE', headers: bearer(token) }), bindings);
+      const res = await fetchWorker(
+        new Request(`${URL_}?webhook_id=${id}`, { method: 'DELETE', headers: bearer(token) }),
+        bindings,
+      );
       return { res, deleted: (await webhookRow(id)) === null };
     };
 

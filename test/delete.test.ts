@@ -122,7 +122,10 @@ describe('DELETE /v1.0/app/nft/webhook', () => {
     const id = await insertWebhook('app-a');
     const before = await snapshot();
 
-    await expectDeleteFail(await del(query === null ? null : query.replace('5', id), bearer(await tokenFor('app-a'))), 400);
+    await expectDeleteFail(
+      await del(query === null ? null : query.replace('5', id), bearer(await tokenFor('app-a'))),
+      400,
+    );
 
     expect(await snapshot()).toEqual(before);
   });

@@ -1,6 +1,15 @@
 import { env } from 'cloudflare:test';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { bearer, expectDeleteFail, expectUpdateFail, fetchWorker, insertWebhook, snapshot, tokenFor, URL_ } from './helpers';
+import {
+  bearer,
+  expectDeleteFail,
+  expectUpdateFail,
+  fetchWorker,
+  insertWebhook,
+  snapshot,
+  tokenFor,
+  URL_,
+} from './helpers';
 
 afterEach(() => {
   vi.restoreAllMocks();
@@ -14,7 +23,12 @@ const putRequest = (token: string, id: string, requestId: string) =>
   });
 
 /** A 500 envelope with the op code, an error log line with the request id, and nothing changed. */
-async function expectLogged500(res: Response, errors: { mock: { calls: unknown[][] } }, requestId: string, before: unknown) {
+async function expectLogged500(
+  res: Response,
+  errors: { mock: { calls: unknown[][] } },
+  requestId: string,
+  before: unknown,
+) {
   await expectUpdateFail(res, 500);
   expect(res.headers.get('x-request-id')).toBe(requestId);
   const lines = errors.mock.calls.map((c) => JSON.parse(String(c[0])) as { level: string; request_id: string });
@@ -64,7 +78,12 @@ describe('unexpected exceptions answer the 500 envelope and are logged', () => {
     });
     const before = await snapshot();
 
-    await expectLogged500(await fetchWorker(putRequest(token, id, 'req-config'), bindings), errors, 'req-config', before);
+    await expectLogged500(
+      await fetchWorker(putRequest(token, id, 'req-config'), bindings),
+      errors,
+      'req-config',
+      before,
+    );
   });
 
   it('in the store', async () => {

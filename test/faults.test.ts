@@ -41,7 +41,8 @@ function faultyDb(faults: Fault[]) {
         const value = Reflect.get(target, prop);
         if (prop === 'bind') return (...args: unknown[]) => statement(target.bind(...args));
         if (prop === 'first' || prop === 'run' || prop === 'all') {
-          return (...args: unknown[]) => inject(() => (value as (...a: unknown[]) => Promise<unknown>).apply(target, args));
+          return (...args: unknown[]) =>
+            inject(() => (value as (...a: unknown[]) => Promise<unknown>).apply(target, args));
         }
         return typeof value === 'function' ? value.bind(target) : value;
       },
@@ -132,22 +133,25 @@ describe('D1 failures', () => {
     },
   );
 
-  it.each(['PUT', 'DELETE'] as const)('gives up on a %s after the last attempt: 503 with Retry-After, nothing written', async (op) => {
-    vi.spyOn(console, 'warn').mockImplementation(() => {});
-    const errors = vi.spyOn(console, 'error').mockImplementation(() => {});
-    const id = await insertWebhook('app-a', { enabled: true });
-    const before = await snapshot();
-    const { db, calls } = faultyDb(Array.from({ length: 10 }, () => ({ before: TRANSIENT[0] as string })));
+  it.each(['PUT', 'DELETE'] as const)(
+    'gives up on a %s after the last attempt: 503 with Retry-After, nothing written',
+    async (op) => {
+      vi.spyOn(console, 'warn').mockImplementation(() => {});
+      const errors = vi.spyOn(console, 'error').mockImplementation(() => {});
+      const id = await insertWebhook('app-a', { enabled: true });
+      const before = await snapshot();
+      const { db, calls } = faultyDb(Array.from({ length: 10 }, () => ({ before: TRANSIENT[0] as string })));
 
-    const res = await request(op, id, db);
+      const res = await request(op, id, db);
 
-    expect(res.headers.get('retry-after')).toBe(String(STORAGE_RETRY_AFTER));
-    if (op === 'DELETE') await expectDeleteFail(res, 503);
-    else await expectUpdateFail(res, 503);
-    expect(calls()).toBe(D1_MAX_ATTEMPTS);
-    expect(await snapshot()).toEqual(before);
-    expect(errors.mock.calls.some((c) => String(c[0]).includes('Network connection lost'))).toBe(true);
-  });
+      expect(res.headers.get('retry-after')).toBe(String(STORAGE_RETRY_AFTER));
+      if (op === 'DELETE') await expectDeleteFail(res, 503);
+      else await expectUpdateFail(res, 503);
+      expect(calls()).toBe(D1_MAX_ATTEMPTS);
+      expect(await snapshot()).toEqual(before);
+      expect(errors.mock.calls.some((c) => String(c[0]).includes('Network connection lost'))).toBe(true);
+    },
+  );
 
   it('does not retry an overloaded database: 503 with Retry-After at once', async () => {
     vi.spyOn(console, 'error').mockImplementation(() => {});

@@ -23,7 +23,9 @@ describe('webhook_id as int64', () => {
     await insertWebhook('app-a', { id: TWO_53, enabled: true });
     await insertWebhook('app-a', { id: TWO_53_PLUS_1, enabled: true });
 
-    await expectSuccess(await put(`{"webhook_id": ${TWO_53_PLUS_1}, "is_enabled": false}`, bearer(await tokenFor('app-a'))));
+    await expectSuccess(
+      await put(`{"webhook_id": ${TWO_53_PLUS_1}, "is_enabled": false}`, bearer(await tokenFor('app-a'))),
+    );
 
     expect((await webhookRow(TWO_53_PLUS_1))?.is_enabled).toBe(0);
     expect((await webhookRow(TWO_53))?.is_enabled).toBe(1);
@@ -37,7 +39,9 @@ describe('webhook_id as int64', () => {
     await insertWebhook('app-a', { id: '9007199254740995', enabled: true });
     await insertWebhook('app-a', { id: '9007199254740996', enabled: true });
 
-    await expectSuccess(await put({ webhook_id: '9007199254740995', is_enabled: false }, bearer(await tokenFor('app-a'))));
+    await expectSuccess(
+      await put({ webhook_id: '9007199254740995', is_enabled: false }, bearer(await tokenFor('app-a'))),
+    );
 
     expect((await webhookRow('9007199254740995'))?.is_enabled).toBe(0);
     expect((await webhookRow('9007199254740996'))?.is_enabled).toBe(1);
@@ -85,10 +89,22 @@ describe('parseWebhookId', () => {
     expect(parseWebhookId(text)).toBe(id);
   });
 
-  it.each(['', '0', '000', '-1', '+1', '1.0', '1e3', '0x1', ' 1', '1 ', '١', '9223372036854775808', '99999999999999999999', '1'.padStart(65, '0')])(
-    'refuses %j',
-    (text) => {
-      expect(parseWebhookId(text)).toBeNull();
-    },
-  );
+  it.each([
+    '',
+    '0',
+    '000',
+    '-1',
+    '+1',
+    '1.0',
+    '1e3',
+    '0x1',
+    ' 1',
+    '1 ',
+    '١',
+    '9223372036854775808',
+    '99999999999999999999',
+    '1'.padStart(65, '0'),
+  ])('refuses %j', (text) => {
+    expect(parseWebhookId(text)).toBeNull();
+  });
 });

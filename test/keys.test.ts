@@ -1,12 +1,12 @@
 import { env } from 'cloudflare:test';
 import {
-  type CryptoKey as JoseKey,
   exportJWK,
   exportPKCS8,
   exportSPKI,
   generateKeyPair,
   importPKCS8,
   importSPKI,
+  type CryptoKey as JoseKey,
   type JWK,
 } from 'jose';
 import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
@@ -46,7 +46,10 @@ const signed = (signer: Pair, claims: Record<string, unknown> = {}, header: Reco
 /** DELETEs a fresh webhook of app-a with `token` under `bindings`: the reply and whether it is gone. */
 async function attempt(bindings: object, token: string) {
   const id = await insertWebhook('app-a');
-  const res = await fetchWorker(new Request(`${URL_}?webhook_id=${id}`, { method: 'DELETE', headers: bearer(token) }), bindings);
+  const res = await fetchWorker(
+    new Request(`${URL_}?webhook_id=${id}`, { method: 'DELETE', headers: bearer(token) }),
+    bindings,
+  );
   return { res, deleted: (await webhookRow(id)) === null };
 }
 
@@ -78,7 +81,12 @@ afterEach(() => {
 
 let rsa: Pair, rsa2: Pair, ec: Pair, ed: Pair;
 beforeAll(async () => {
-  [rsa, rsa2, ec, ed] = await Promise.all([pair('RS256'), pair('RS256'), pair('ES256'), pair('EdDSA', { crv: 'Ed25519' })]);
+  [rsa, rsa2, ec, ed] = await Promise.all([
+    pair('RS256'),
+    pair('RS256'),
+    pair('ES256'),
+    pair('EdDSA', { crv: 'Ed25519' }),
+  ]);
 });
 /** The same key pair, for another algorithm of its family (RS256 key material used for PS256). */
 const as = async (p: Pair, alg: string): Promise<Pair> => ({
@@ -90,15 +98,33 @@ const jwk = async (p: Pair, extra: Partial<JWK> = {}) => ({ ...(await exportJWK(
 
 describe('public keys (JWT_PUBLIC_KEY)', () => {
   const kinds: [string, () => Promise<{ settings: Record<string, string>; signer: Pair; other: Pair }>][] = [
-    ['an RSA key as PEM', async () => ({ settings: { JWT_PUBLIC_KEY: await exportSPKI(rsa.publicKey) }, signer: rsa, other: rsa2 })],
+    [
+      'an RSA key as PEM',
+      async () => ({ settings: { JWT_PUBLIC_KEY: await exportSPKI(rsa.publicKey) }, signer: rsa, other: rsa2 }),
+    ],
     [
       'an RSA key as one-line PEM with \\n escapes',
-      async () => ({ settings: { JWT_PUBLIC_KEY: (await exportSPKI(rsa.publicKey)).replace(/\n/g, '\\n') }, signer: rsa, other: rsa2 }),
+      async () => ({
+        settings: { JWT_PUBLIC_KEY: (await exportSPKI(rsa.publicKey)).replace(/\n/g, '\\n') },
+        signer: rsa,
+        other: rsa2,
+      }),
     ],
-    ['an EC P-256 key as PEM', async () => ({ settings: { JWT_PUBLIC_KEY: await exportSPKI(ec.publicKey) }, signer: ec, other: await pair('ES256') })],
+    [
+      'an EC P-256 key as PEM',
+      async () => ({
+        settings: { JWT_PUBLIC_KEY: await exportSPKI(ec.publicKey) },
+        signer: ec,
+        other: await pair('ES256'),
+      }),
+    ],
     [
       'an Ed25519 key as a JWK',
-      async () => ({ settings: { JWT_PUBLIC_KEY: JSON.stringify(await jwk(ed)) }, signer: ed, other: await pair('EdDSA', { crv: 'Ed25519' }) }),
+      async () => ({
+        settings: { JWT_PUBLIC_KEY: JSON.stringify(await jwk(ed)) },
+        signer: ed,
+        other: await pair('EdDSA', { crv: 'Ed25519' }),
+      }),
     ],
     [
       'an RSA key as a JWK for PS256',
@@ -136,7 +162,10 @@ describe('public keys (JWT_PUBLIC_KEY)', () => {
   });
 
   describe('a JWK Set with two kids (rotation)', () => {
-    const set = async () => config({ JWT_PUBLIC_KEY: JSON.stringify({ keys: [await jwk(rsa, { kid: 'old' }), await jwk(rsa2, { kid: 'new' })] }) });
+    const set = async () =>
+      config({
+        JWT_PUBLIC_KEY: JSON.stringify({ keys: [await jwk(rsa, { kid: 'old' }), await jwk(rsa2, { kid: 'new' })] }),
+      });
 
     it('accepts tokens of both keys', async () => {
       const bindings = await set();
@@ -156,7 +185,9 @@ describe('public keys (JWT_PUBLIC_KEY)', () => {
   });
 
   it('imports keys once per isolate, not per request', async () => {
-    const bindings = config({ JWT_PUBLIC_KEY: JSON.stringify({ keys: [await jwk(rsa, { kid: 'a' }), await jwk(ec, { kid: 'b' })] }) });
+    const bindings = config({
+      JWT_PUBLIC_KEY: JSON.stringify({ keys: [await jwk(rsa, { kid: 'a' }), await jwk(ec, { kid: 'b' })] }),
+    });
     const tokens = [await signed(rsa, {}, { kid: 'a' }), await signed(ec, {}, { kid: 'b' })];
     const importKey = vi.spyOn(crypto.subtle, 'importKey');
     for (let i = 0; i < 6; i++) await expectAccepted(bindings, tokens[i % 2] as string);
@@ -166,7 +197,10 @@ describe('public keys (JWT_PUBLIC_KEY)', () => {
 
 describe('algorithm allow-list (JWT_ALGORITHMS)', () => {
   it('defaults to the key’s algorithm: an RS256 key does not verify PS256', async () => {
-    await expectRejected(config({ JWT_PUBLIC_KEY: await exportSPKI(rsa.publicKey) }), await signed(await as(rsa, 'PS256')));
+    await expectRejected(
+      config({ JWT_PUBLIC_KEY: await exportSPKI(rsa.publicKey) }),
+      await signed(await as(rsa, 'PS256')),
+    );
   });
 
   it('allows exactly the listed algorithms', async () => {
@@ -222,8 +256,14 @@ describe('claims settings', () => {
     const pem = await exportSPKI(ec.publicKey);
     await expectAccepted(config({ JWT_PUBLIC_KEY: pem }), await signed(ec, { exp: now() - 2 }));
     await expectRejected(config({ JWT_PUBLIC_KEY: pem }), await signed(ec, { exp: now() - 30 }));
-    await expectAccepted(config({ JWT_PUBLIC_KEY: pem, JWT_CLOCK_TOLERANCE: '60' }), await signed(ec, { exp: now() - 30 }));
-    await expectAccepted(config({ JWT_PUBLIC_KEY: pem, JWT_CLOCK_TOLERANCE: '60' }), await signed(ec, { nbf: now() + 30 }));
+    await expectAccepted(
+      config({ JWT_PUBLIC_KEY: pem, JWT_CLOCK_TOLERANCE: '60' }),
+      await signed(ec, { exp: now() - 30 }),
+    );
+    await expectAccepted(
+      config({ JWT_PUBLIC_KEY: pem, JWT_CLOCK_TOLERANCE: '60' }),
+      await signed(ec, { nbf: now() + 30 }),
+    );
   });
 
   it('rejects tokens older than JWT_MAX_TOKEN_AGE, and tokens without iat when it is set', async () => {
@@ -236,20 +276,60 @@ describe('claims settings', () => {
 
 describe('configuration errors fail closed', () => {
   const cases: [string, string, () => Promise<Record<string, string>>][] = [
-    ['a secret and a public key', 'JWT_SECRET', async () => ({ JWT_SECRET: 'x'.repeat(32), JWT_PUBLIC_KEY: await exportSPKI(rsa.publicKey) })],
-    ['a secret and a JWKS URL', 'JWT_SECRET', async () => ({ JWT_SECRET: 'x'.repeat(32), JWT_JWKS_URL: 'https://idp.test/jwks' })],
-    ['a public key and a JWKS URL', 'JWT_JWKS_URL', async () => ({ JWT_PUBLIC_KEY: await exportSPKI(rsa.publicKey), JWT_JWKS_URL: 'https://idp.test/jwks' })],
-    ['an algorithm the key cannot do', 'JWT_ALGORITHMS', async () => ({ JWT_PUBLIC_KEY: await exportSPKI(rsa.publicKey), JWT_ALGORITHMS: 'ES256' })],
-    ['HS256 with a public key', 'JWT_ALGORITHMS', async () => ({ JWT_PUBLIC_KEY: await exportSPKI(rsa.publicKey), JWT_ALGORITHMS: 'HS256' })],
+    [
+      'a secret and a public key',
+      'JWT_SECRET',
+      async () => ({ JWT_SECRET: 'x'.repeat(32), JWT_PUBLIC_KEY: await exportSPKI(rsa.publicKey) }),
+    ],
+    [
+      'a secret and a JWKS URL',
+      'JWT_SECRET',
+      async () => ({ JWT_SECRET: 'x'.repeat(32), JWT_JWKS_URL: 'https://idp.test/jwks' }),
+    ],
+    [
+      'a public key and a JWKS URL',
+      'JWT_JWKS_URL',
+      async () => ({ JWT_PUBLIC_KEY: await exportSPKI(rsa.publicKey), JWT_JWKS_URL: 'https://idp.test/jwks' }),
+    ],
+    [
+      'an algorithm the key cannot do',
+      'JWT_ALGORITHMS',
+      async () => ({ JWT_PUBLIC_KEY: await exportSPKI(rsa.publicKey), JWT_ALGORITHMS: 'ES256' }),
+    ],
+    [
+      'HS256 with a public key',
+      'JWT_ALGORITHMS',
+      async () => ({ JWT_PUBLIC_KEY: await exportSPKI(rsa.publicKey), JWT_ALGORITHMS: 'HS256' }),
+    ],
     ['RS256 with a secret', 'JWT_ALGORITHMS', async () => ({ JWT_SECRET: 'x'.repeat(32), JWT_ALGORITHMS: 'RS256' })],
-    ['HS256 with a JWKS URL', 'JWT_ALGORITHMS', async () => ({ JWT_JWKS_URL: 'https://idp.test/jwks', JWT_ALGORITHMS: 'HS256' })],
+    [
+      'HS256 with a JWKS URL',
+      'JWT_ALGORITHMS',
+      async () => ({ JWT_JWKS_URL: 'https://idp.test/jwks', JWT_ALGORITHMS: 'HS256' }),
+    ],
     ['alg none', 'JWT_ALGORITHMS', async () => ({ JWT_SECRET: 'x'.repeat(32), JWT_ALGORITHMS: 'none' })],
-    ['a JWK for another algorithm', 'JWT_ALGORITHMS', async () => ({ JWT_PUBLIC_KEY: JSON.stringify(await jwk(ec)), JWT_ALGORITHMS: 'ES384' })],
+    [
+      'a JWK for another algorithm',
+      'JWT_ALGORITHMS',
+      async () => ({ JWT_PUBLIC_KEY: JSON.stringify(await jwk(ec)), JWT_ALGORITHMS: 'ES384' }),
+    ],
     ['a private key as PEM', 'JWT_PUBLIC_KEY', async () => ({ JWT_PUBLIC_KEY: await exportPKCS8(rsa.privateKey) })],
-    ['a private JWK', 'JWT_PUBLIC_KEY', async () => ({ JWT_PUBLIC_KEY: JSON.stringify(await exportJWK(ec.privateKey)) })],
-    ['a symmetric JWK', 'JWT_PUBLIC_KEY', async () => ({ JWT_PUBLIC_KEY: JSON.stringify({ kty: 'oct', k: 'c2VjcmV0' }) })],
+    [
+      'a private JWK',
+      'JWT_PUBLIC_KEY',
+      async () => ({ JWT_PUBLIC_KEY: JSON.stringify(await exportJWK(ec.privateKey)) }),
+    ],
+    [
+      'a symmetric JWK',
+      'JWT_PUBLIC_KEY',
+      async () => ({ JWT_PUBLIC_KEY: JSON.stringify({ kty: 'oct', k: 'c2VjcmV0' }) }),
+    ],
     ['garbage', 'JWT_PUBLIC_KEY', async () => ({ JWT_PUBLIC_KEY: 'not a key' })],
-    ['a broken JWK', 'JWT_PUBLIC_KEY', async () => ({ JWT_PUBLIC_KEY: JSON.stringify({ kty: 'RSA', n: 'AQAB', e: 'AQAB', alg: 'RS256' }) })],
+    [
+      'a broken JWK',
+      'JWT_PUBLIC_KEY',
+      async () => ({ JWT_PUBLIC_KEY: JSON.stringify({ kty: 'RSA', n: 'AQAB', e: 'AQAB', alg: 'RS256' }) }),
+    ],
     [
       'a JWK Set with a key without kid',
       'JWT_PUBLIC_KEY',
@@ -257,8 +337,16 @@ describe('configuration errors fail closed', () => {
     ],
     ['a plain-http JWKS URL', 'JWT_JWKS_URL', async () => ({ JWT_JWKS_URL: 'http://idp.example/jwks' })],
     ['a JWKS URL that is not a URL', 'JWT_JWKS_URL', async () => ({ JWT_JWKS_URL: 'idp/jwks' })],
-    ['a clock tolerance that is not a number', 'JWT_CLOCK_TOLERANCE', async () => ({ JWT_SECRET: 'x'.repeat(32), JWT_CLOCK_TOLERANCE: 'abc' })],
-    ['a negative maximum token age', 'JWT_MAX_TOKEN_AGE', async () => ({ JWT_SECRET: 'x'.repeat(32), JWT_MAX_TOKEN_AGE: '-1' })],
+    [
+      'a clock tolerance that is not a number',
+      'JWT_CLOCK_TOLERANCE',
+      async () => ({ JWT_SECRET: 'x'.repeat(32), JWT_CLOCK_TOLERANCE: 'abc' }),
+    ],
+    [
+      'a negative maximum token age',
+      'JWT_MAX_TOKEN_AGE',
+      async () => ({ JWT_SECRET: 'x'.repeat(32), JWT_MAX_TOKEN_AGE: '-1' }),
+    ],
   ];
   it.each(cases)('answers 500 for %s, logging %s', async (_, setting, make) => {
     await expectMisconfigured(config(await make()), setting, await signed(rsa));
@@ -325,17 +413,21 @@ describe('remote JWK Set (JWT_JWKS_URL)', () => {
     await expectAccepted(bindings, await signed(rsa, {}, { kid: 'k1' }));
   });
 
-  it.each(['down', 'garbage', 'error'] as const)('while the provider is %s: cached keys work, a new kid is 503', async (mode) => {
-    const idp = provider([await jwk(rsa, { kid: 'k1' })]);
-    const bindings = remote();
-    await expectAccepted(bindings, await signed(rsa, {}, { kid: 'k1' }));
-    idp.mode = mode;
-    idp.keys = [...idp.keys, await jwk(ec, { kid: 'k2' })];
-    await expectAccepted(bindings, await signed(rsa, {}, { kid: 'k1' }));
-    for (let i = 0; i < JWKS_FETCH_BURST + 2; i++) await expectUnavailable(bindings, await signed(ec, {}, { kid: 'k2' }));
-    expect(idp.fetches).toBe(JWKS_FETCH_BURST);
-    await expectAccepted(bindings, await signed(rsa, {}, { kid: 'k1' }));
-  });
+  it.each(['down', 'garbage', 'error'] as const)(
+    'while the provider is %s: cached keys work, a new kid is 503',
+    async (mode) => {
+      const idp = provider([await jwk(rsa, { kid: 'k1' })]);
+      const bindings = remote();
+      await expectAccepted(bindings, await signed(rsa, {}, { kid: 'k1' }));
+      idp.mode = mode;
+      idp.keys = [...idp.keys, await jwk(ec, { kid: 'k2' })];
+      await expectAccepted(bindings, await signed(rsa, {}, { kid: 'k1' }));
+      for (let i = 0; i < JWKS_FETCH_BURST + 2; i++)
+        await expectUnavailable(bindings, await signed(ec, {}, { kid: 'k2' }));
+      expect(idp.fetches).toBe(JWKS_FETCH_BURST);
+      await expectAccepted(bindings, await signed(rsa, {}, { kid: 'k1' }));
+    },
+  );
 
   it('keeps using cached keys past their refresh time while the provider is down', async () => {
     const idp = provider([await jwk(rsa, { kid: 'k1' })]);
@@ -365,7 +457,10 @@ describe('remote JWK Set (JWT_JWKS_URL)', () => {
   it('verifies with the remote set’s key only for its algorithm family', async () => {
     provider([await jwk(rsa, { kid: 'k1' })]);
     const bindings = remote();
-    await expectRejected(bindings, await tokenFor('app-a', {}, { secret: JSON.stringify(await jwk(rsa)), header: { kid: 'k1' } }));
+    await expectRejected(
+      bindings,
+      await tokenFor('app-a', {}, { secret: JSON.stringify(await jwk(rsa)), header: { kid: 'k1' } }),
+    );
     await expectRejected(bindings, await signed(ec, {}, { kid: 'k1' }));
   });
 });

@@ -70,7 +70,9 @@ describe('rate limits', () => {
     const guesser = { 'cf-connecting-ip': '203.0.113.7' };
     const id = await insertWebhook('app-a');
     for (let i = 0; i < 3; i++) {
-      await expectInvalidToken(await fetchWorker(deleteRequest(id, { ...guesser, authorization: `Bearer x.y.${i}` }), bindings));
+      await expectInvalidToken(
+        await fetchWorker(deleteRequest(id, { ...guesser, authorization: `Bearer x.y.${i}` }), bindings),
+      );
     }
 
     const limited = await fetchWorker(deleteRequest(id, { ...guesser, authorization: 'Bearer x.y.z' }), bindings);
@@ -80,9 +82,14 @@ describe('rate limits', () => {
 
     // The same address with a valid token goes through; another address is not affected.
     await expectInvalidToken(
-      await fetchWorker(deleteRequest(id, { 'cf-connecting-ip': '198.51.100.1', authorization: 'Bearer x.y.z' }), bindings),
+      await fetchWorker(
+        deleteRequest(id, { 'cf-connecting-ip': '198.51.100.1', authorization: 'Bearer x.y.z' }),
+        bindings,
+      ),
     );
-    await expectSuccess(await fetchWorker(deleteRequest(id, { ...guesser, ...bearer(await tokenFor('app-a')) }), bindings));
+    await expectSuccess(
+      await fetchWorker(deleteRequest(id, { ...guesser, ...bearer(await tokenFor('app-a')) }), bindings),
+    );
     expect(await webhookRow(id)).toBeNull();
   });
 

@@ -34,7 +34,10 @@ describe('request log', () => {
           body: JSON.stringify({ webhook_id: id, is_enabled: false }),
         }),
       );
-      await fetchWith({}, new Request(`${URL_}?webhook_id=${id}`, { method: 'DELETE', headers: { 'x-request-id': 'log-2' } }));
+      await fetchWith(
+        {},
+        new Request(`${URL_}?webhook_id=${id}`, { method: 'DELETE', headers: { 'x-request-id': 'log-2' } }),
+      );
       await fetchWith({}, new Request(`${URL_}/nope`, { headers: { 'x-request-id': 'log-3' } }));
     });
 
@@ -70,19 +73,39 @@ describe('request log', () => {
     const id = await insertWebhook('app-a');
     const valid = await tokenFor('app-a', {}, { secret });
     const forged = await tokenFor('app-a', {}, { secret: 'another-secret-another-secret-0000' });
-    const broken = { ...env, JWT_SECRET: secret, DB: { prepare: () => { throw new Error('D1_ERROR: boom'); }, batch: () => Promise.reject(new Error('D1_ERROR: boom')) } };
+    const broken = {
+      ...env,
+      JWT_SECRET: secret,
+      DB: {
+        prepare: () => {
+          throw new Error('D1_ERROR: boom');
+        },
+        batch: () => Promise.reject(new Error('D1_ERROR: boom')),
+      },
+    };
 
     const lines = await captureConsole(async () => {
       const bindings = { ...env, JWT_SECRET: secret };
       for (const token of [valid, forged, `${valid}x`, 'garbage']) {
-        await fetchWorker(new Request(`${URL_}?webhook_id=${id}`, { method: 'DELETE', headers: bearer(token) }), bindings);
         await fetchWorker(
-          new Request(`${URL_}?webhook_id=${id}&access_token=${token}`, { method: 'PUT', headers: { ...bearer(token), 'content-type': 'application/json' }, body: `{"webhook_id":${id},"t":"${token}"}` }),
+          new Request(`${URL_}?webhook_id=${id}`, { method: 'DELETE', headers: bearer(token) }),
+          bindings,
+        );
+        await fetchWorker(
+          new Request(`${URL_}?webhook_id=${id}&access_token=${token}`, {
+            method: 'PUT',
+            headers: { ...bearer(token), 'content-type': 'application/json' },
+            body: `{"webhook_id":${id},"t":"${token}"}`,
+          }),
           bindings,
         );
       }
       await fetchWorker(new Request(`${URL_}?webhook_id=${id}`, { method: 'DELETE', headers: bearer(valid) }), broken);
-      await fetchWorker(new Request(`${URL_}?webhook_id=${id}`, { method: 'DELETE', headers: bearer(valid) }), { ...env, JWT_SECRET: secret, JWT_PUBLIC_KEY: secret });
+      await fetchWorker(new Request(`${URL_}?webhook_id=${id}`, { method: 'DELETE', headers: bearer(valid) }), {
+        ...env,
+        JWT_SECRET: secret,
+        JWT_PUBLIC_KEY: secret,
+      });
     });
 
     expect(lines.length).toBeGreaterThan(10);

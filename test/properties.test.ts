@@ -25,7 +25,8 @@ let ids: string[] = [];
 async function replenish() {
   const { results } = await env.DB.prepare('SELECT CAST(webhook_id AS TEXT) AS id FROM webhooks').all<{ id: string }>();
   ids = results.map((r) => r.id);
-  while (ids.length < 8) ids.push(await insertWebhook(ids.length % 2 === 0 ? 'app-a' : 'app-b', { enabled: ids.length % 3 === 0 }));
+  while (ids.length < 8)
+    ids.push(await insertWebhook(ids.length % 2 === 0 ? 'app-a' : 'app-b', { enabled: ids.length % 3 === 0 }));
 }
 
 beforeAll(async () => {
@@ -38,7 +39,10 @@ beforeAll(async () => {
   await replenish();
 });
 
-const printable = fc.string({ unit: fc.constantFrom(...' !"#$%&\'()*+,-./0123456789:;<=>?@ABCZabcz[\\]^_`{|}~'), maxLength: 40 });
+const printable = fc.string({
+  unit: fc.constantFrom(...' !"#$%&\'()*+,-./0123456789:;<=>?@ABCZabcz[\\]^_`{|}~'),
+  maxLength: 40,
+});
 
 /** Things that may or may not be a webhook id, as text. */
 const idText = fc.oneof(
@@ -52,8 +56,15 @@ const idText = fc.oneof(
 type Generated = Omit<Attempt, 'target'> & { id: string; live: number; idAsNumber: boolean };
 
 const attempt: fc.Arbitrary<Generated> = fc.record({
-  method: fc.oneof({ weight: 8, arbitrary: fc.constantFrom('PUT', 'DELETE') }, fc.constantFrom('GET', 'POST', 'PATCH', 'OPTIONS', 'HEAD')),
-  path: fc.oneof({ weight: 10, arbitrary: fc.constant(PATH) }, fc.constantFrom(`${PATH}/`, '/', '/v1.0/app/nft', PATH.toUpperCase(), `${PATH}/1`), printable.map((s) => `/${encodeURIComponent(s)}`)),
+  method: fc.oneof(
+    { weight: 8, arbitrary: fc.constantFrom('PUT', 'DELETE') },
+    fc.constantFrom('GET', 'POST', 'PATCH', 'OPTIONS', 'HEAD'),
+  ),
+  path: fc.oneof(
+    { weight: 10, arbitrary: fc.constant(PATH) },
+    fc.constantFrom(`${PATH}/`, '/', '/v1.0/app/nft', PATH.toUpperCase(), `${PATH}/1`),
+    printable.map((s) => `/${encodeURIComponent(s)}`),
+  ),
   auth: fc.oneof(
     { weight: 6, arbitrary: fc.constantFrom('a', 'b').map((k) => `Bearer ${tokens[k as 'a' | 'b']}`) },
     fc.constantFrom('expired', 'forged').map((k) => `Bearer ${tokens[k as 'expired' | 'forged']}`),
@@ -68,9 +79,17 @@ const attempt: fc.Arbitrary<Generated> = fc.record({
     fc.constantFrom(null, 'webhook_id=ID&webhook_id=ID', 'id=ID', 'webhook_id=ID&x=1'),
     printable.map((s) => encodeURIComponent(s)),
   ),
-  contentType: fc.oneof({ weight: 6, arbitrary: fc.constant('application/json') }, fc.constantFrom(null, 'text/plain', 'application/json; charset=utf-8', 'application/xml')),
+  contentType: fc.oneof(
+    { weight: 6, arbitrary: fc.constant('application/json') },
+    fc.constantFrom(null, 'text/plain', 'application/json; charset=utf-8', 'application/xml'),
+  ),
   body: fc.oneof(
-    { weight: 6, arbitrary: fc.record({ is_enabled: fc.oneof(fc.boolean(), fc.jsonValue()), extra: fc.jsonValue() }, { requiredKeys: [] }).map((o) => JSON.stringify(o)) },
+    {
+      weight: 6,
+      arbitrary: fc
+        .record({ is_enabled: fc.oneof(fc.boolean(), fc.jsonValue()), extra: fc.jsonValue() }, { requiredKeys: [] })
+        .map((o) => JSON.stringify(o)),
+    },
     fc.jsonValue().map((v) => JSON.stringify(v)),
     printable,
     fc.constantFrom(null, '', `{"webhook_id": 1, "pad": "${'x'.repeat(MAX_BODY_BYTES)}"}`),
@@ -82,7 +101,7 @@ function build(a: Generated): Attempt {
   const id = a.id === 'LIVE' ? (ids[a.live % ids.length] as string) : a.id;
   const digits = /^\d+$/.test(id);
   let body = a.body;
-  if (body !== null && body.startsWith('{"') && !body.includes('"pad"')) {
+  if (body?.startsWith('{"') && !body.includes('"pad"')) {
     const value = a.idAsNumber && digits ? id : JSON.stringify(id);
     body = `{"webhook_id":${value},${body.slice(1)}`;
   }
@@ -99,7 +118,9 @@ function build(a: Generated): Attempt {
 
 async function tables() {
   const [webhooks, audit] = await env.DB.batch<Record<string, unknown>>([
-    env.DB.prepare('SELECT CAST(webhook_id AS TEXT) AS id, app_id, url, is_enabled, created_at, updated_at FROM webhooks'),
+    env.DB.prepare(
+      'SELECT CAST(webhook_id AS TEXT) AS id, app_id, url, is_enabled, created_at, updated_at FROM webhooks',
+    ),
     env.DB.prepare('SELECT CAST(webhook_id AS TEXT) AS id, action FROM webhook_audit ORDER BY audit_id'),
   ]);
   return {
@@ -151,7 +172,9 @@ describe('properties over arbitrary requests', () => {
 
         // Nothing changes but the row a successful PUT or DELETE named.
         const after = await tables();
-        const changed = new Set([...before.rows.keys(), ...after.rows.keys()].filter((k) => before.rows.get(k) !== after.rows.get(k)));
+        const changed = new Set(
+          [...before.rows.keys(), ...after.rows.keys()].filter((k) => before.rows.get(k) !== after.rows.get(k)),
+        );
         const newAudit = after.audit.slice(before.audit.length);
         if (res.status === 200 && onPath) {
           for (const id of changed) expect(id).toBe(a.target);

@@ -22,7 +22,10 @@ describe('PUT /v1.0/app/nft/webhook', () => {
     const before = await webhookRow(id);
     const token = await tokenFor('app-a', { jti: 'jti-7' });
 
-    const res = await put({ webhook_id: Number(id), is_enabled: false }, { ...bearer(token), 'x-request-id': 'req-put-1' });
+    const res = await put(
+      { webhook_id: Number(id), is_enabled: false },
+      { ...bearer(token), 'x-request-id': 'req-put-1' },
+    );
 
     await expectSuccess(res);
     expect(res.headers.get('x-request-id')).toBe('req-put-1');
@@ -112,7 +115,10 @@ describe('PUT /v1.0/app/nft/webhook', () => {
   it('ignores unknown fields', async () => {
     const id = await insertWebhook('app-a', { enabled: true });
     await expectSuccess(
-      await put({ webhook_id: id, is_enabled: false, url: 'https://evil.example', app_id: 'app-b' }, bearer(await tokenFor('app-a'))),
+      await put(
+        { webhook_id: id, is_enabled: false, url: 'https://evil.example', app_id: 'app-b' },
+        bearer(await tokenFor('app-a')),
+      ),
     );
     expect(await webhookRow(id)).toMatchObject({ is_enabled: 0, app_id: 'app-a', url: 'https://app-a.example/hook' });
   });
@@ -177,7 +183,10 @@ describe('PUT /v1.0/app/nft/webhook', () => {
     const id = await insertWebhook('app-a', { enabled: true });
     const text = template.replaceAll(ID, id);
     // Invalid UTF-8 cannot be written in a JS string: send raw bytes with a lone continuation byte.
-    const body = name === 'invalid UTF-8' ? new Uint8Array([...new TextEncoder().encode(text.slice(0, -3)), 0x80, 0x22, 0x7d]) : text;
+    const body =
+      name === 'invalid UTF-8'
+        ? new Uint8Array([...new TextEncoder().encode(text.slice(0, -3)), 0x80, 0x22, 0x7d])
+        : text;
     const before = await snapshot();
 
     await expectUpdateFail(await put(body, bearer(await tokenFor('app-a'))), 400);

@@ -19,19 +19,27 @@ afterEach(() => {
 });
 
 describe('routing and the envelope', () => {
-  it.each(['/', '/v1.0/app/nft/webhooks', '/v1.0/app/nft/webhook/', '/v1.0/app/nft/webhook/1', '/V1.0/app/nft/webhook', '/v1x0/app/nft/webhook', '/v2.0/app/nft/webhook'])(
-    'answers 404 "not found" for the unknown path %s',
-    async (path) => {
-      const res = await SELF.fetch(ORIGIN + path, { method: 'DELETE', headers: bearer(await tokenFor('app-a')) });
-      await expectEnvelope(res, 404, 404, 'not found');
+  it.each([
+    '/',
+    '/v1.0/app/nft/webhooks',
+    '/v1.0/app/nft/webhook/',
+    '/v1.0/app/nft/webhook/1',
+    '/V1.0/app/nft/webhook',
+    '/v1x0/app/nft/webhook',
+    '/v2.0/app/nft/webhook',
+  ])('answers 404 "not found" for the unknown path %s', async (path) => {
+    const res = await SELF.fetch(ORIGIN + path, { method: 'DELETE', headers: bearer(await tokenFor('app-a')) });
+    await expectEnvelope(res, 404, 404, 'not found');
+  });
+
+  it.each(['GET', 'POST', 'PATCH', 'OPTIONS'])(
+    'answers 405 with Allow for %s on the path, before authentication',
+    async (method) => {
+      const res = await SELF.fetch(URL_, { method });
+      await expectEnvelope(res, 405, 405, 'method not allowed');
+      expect(res.headers.get('allow')).toBe('DELETE, PUT');
     },
   );
-
-  it.each(['GET', 'POST', 'PATCH', 'OPTIONS'])('answers 405 with Allow for %s on the path, before authentication', async (method) => {
-    const res = await SELF.fetch(URL_, { method });
-    await expectEnvelope(res, 405, 405, 'method not allowed');
-    expect(res.headers.get('allow')).toBe('DELETE, PUT');
-  });
 
   it('answers 405 to HEAD with the envelope headers and no body', async () => {
     const res = await SELF.fetch(URL_, { method: 'HEAD' });
@@ -53,7 +61,10 @@ describe('routing and the envelope', () => {
   });
 
   it('tells the reason of a 4xx in X-Error-Detail, not in the body', async () => {
-    const res = await SELF.fetch(`${URL_}?webhook_id=x`, { method: 'DELETE', headers: bearer(await tokenFor('app-a')) });
+    const res = await SELF.fetch(`${URL_}?webhook_id=x`, {
+      method: 'DELETE',
+      headers: bearer(await tokenFor('app-a')),
+    });
     expect(res.headers.get('x-error-detail')).toMatch(/webhook_id/);
     await expectDeleteFail(res, 400);
   });
@@ -89,7 +100,10 @@ describe('routing and the envelope', () => {
 
     const deleteRes = await fetchWith(
       { DB: broken },
-      new Request(`${URL_}?webhook_id=${id}`, { method: 'DELETE', headers: { ...bearer(token), 'x-request-id': 'req-500' } }),
+      new Request(`${URL_}?webhook_id=${id}`, {
+        method: 'DELETE',
+        headers: { ...bearer(token), 'x-request-id': 'req-500' },
+      }),
     );
     const putRes = await fetchWith(
       { DB: broken },
@@ -104,7 +118,9 @@ describe('routing and the envelope', () => {
     await expectUpdateFail(putRes, 500);
     expect(await snapshot()).toEqual(before);
     const logged = errors.mock.calls.map((args) => String(args[0]));
-    expect(logged.some((line) => line.includes('"request_id":"req-500"') && line.includes('simulated failure'))).toBe(true);
+    expect(logged.some((line) => line.includes('"request_id":"req-500"') && line.includes('simulated failure'))).toBe(
+      true,
+    );
   });
 
   it('answers an envelope even when the error handler itself fails', async () => {

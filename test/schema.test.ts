@@ -22,7 +22,9 @@ describe('schema.sql', () => {
     await expect(insert(`INSERT INTO webhooks (webhook_id, app_id, url) VALUES (0, 'app-a', 'u')`)).rejects.toThrow();
     await expect(insert(`INSERT INTO webhooks (app_id, url) VALUES ('', 'u')`)).rejects.toThrow();
     await expect(
-      insert(`INSERT INTO webhook_audit (webhook_id, app_id, action, row_before, actor, request_id) VALUES (1, 'a', 'rename', '{}', 'a', 'r')`),
+      insert(
+        `INSERT INTO webhook_audit (webhook_id, app_id, action, row_before, actor, request_id) VALUES (1, 'a', 'rename', '{}', 'a', 'r')`,
+      ),
     ).rejects.toThrow();
   });
 });
