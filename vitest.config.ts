@@ -5,8 +5,14 @@ import { unstable_readConfig, unstable_splitSqlQuery } from 'wrangler';
 
 // The test database gets the real schema.sql, split the way `wrangler d1 execute` splits it.
 const schema = unstable_splitSqlQuery(readFileSync(new URL('./schema.sql', import.meta.url), 'utf8'));
-// The rate limits wrangler.toml sets, so a test can check the Worker's Retry-After against them.
-const { ratelimits } = unstable_readConfig({ config: './wrangler.toml' });
+// The rate limits wrangler.toml sets (locally and per environment), so a test can check the
+// Worker's Retry-After against them.
+const ratelimits = Object.fromEntries(
+  ['', 'staging', 'production'].map((env) => [
+    env || 'local',
+    unstable_readConfig({ config: './wrangler.toml', env: env || undefined }).ratelimits,
+  ]),
+);
 const unlimited = { simple: { limit: 1_000_000_000, period: 60 as const } };
 
 export default defineConfig({

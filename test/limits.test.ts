@@ -23,10 +23,18 @@ const deleteRequest = (id: string, headers: Record<string, string>) =>
   new Request(`${URL_}?webhook_id=${id}`, { method: 'DELETE', headers });
 
 describe('rate limits', () => {
-  it('Retry-After matches the period wrangler.toml sets for both limits', () => {
-    const limits = JSON.parse(env.TEST_RATELIMITS) as { name: string; simple: { period: number } }[];
-    expect(limits.map((l) => l.name).sort()).toEqual(['APP_RATE_LIMITER', 'AUTH_FAILURE_RATE_LIMITER']);
-    for (const limit of limits) expect(limit.simple.period).toBe(RATE_LIMIT_PERIOD);
+  it('Retry-After matches the period wrangler.toml sets, in every environment, for both limits', () => {
+    const configs = JSON.parse(env.TEST_RATELIMITS) as Record<
+      string,
+      { name: string; simple: { limit: number; period: number } }[]
+    >;
+    expect(Object.keys(configs).sort()).toEqual(['local', 'production', 'staging']);
+    for (const limits of Object.values(configs)) {
+      expect(limits.map((l) => l.name).sort()).toEqual(['APP_RATE_LIMITER', 'AUTH_FAILURE_RATE_LIMITER']);
+      for (const limit of limits) expect(limit.simple.period).toBe(RATE_LIMIT_PERIOD);
+    }
+    // Deployed environments limit as the local run does.
+    expect(configs.production).toEqual(configs.staging?.map((l) => ({ ...l, namespace_id: expect.any(String) })));
   });
 
   it('limits each application: 429 with the op code and Retry-After, changing nothing', async () => {
