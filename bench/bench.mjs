@@ -7,16 +7,12 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { gzipSync } from 'node:zlib';
 import autocannon from 'autocannon';
 import { build } from 'esbuild';
-import { buildBundle, ownerOf, PATH, startWorker, tokenFor } from './harness.mjs';
+import { buildBundle, option, ownerOf, PATH, startWorker, tokenFor } from './harness.mjs';
 
-const arg = (name, fallback) => {
-  const i = process.argv.indexOf(name);
-  return i === -1 ? fallback : Number(process.argv[i + 1]);
-};
-const RUNS = arg('--runs', 3);
-const SECONDS = arg('--seconds', 5);
+const RUNS = option('--runs', 3);
+const SECONDS = option('--seconds', 5);
 const WARMUP_SECONDS = 1;
-const CONNECTIONS = arg('--connections', 16);
+const CONNECTIONS = option('--connections', 16);
 const APPS = 100;
 const PER_APP = 600; // 60,000 webhooks
 

@@ -12,6 +12,12 @@ const root = new URL('..', import.meta.url);
 export const BUNDLE_DIR = new URL('../dist/', import.meta.url);
 export const PATH = '/v1.0/app/nft/webhook';
 
+/** A numeric command-line option (`--name N`) of the running script. */
+export const option = (name, fallback) => {
+  const i = process.argv.indexOf(name);
+  return i === -1 ? fallback : Number(process.argv[i + 1]);
+};
+
 /** Builds the production bundle into dist/ with wrangler, as a deploy would. */
 export function buildBundle() {
   const run = spawnSync('npx', ['--no-install', 'wrangler', 'deploy', '--dry-run', '--outdir', 'dist'], {

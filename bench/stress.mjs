@@ -2,14 +2,10 @@
 // check that the audit table matches the changes exactly. Exits non-zero on any 5xx or mismatch.
 //   node bench/stress.mjs [--requests N] [--concurrency N] [--self-check]
 // --self-check plants one doubled audit record after the load: the check must then fail.
-import { buildBundle, ownerOf, PATH, startWorker, tokenFor } from './harness.mjs';
+import { buildBundle, option, ownerOf, PATH, startWorker, tokenFor } from './harness.mjs';
 
-const arg = (name, fallback) => {
-  const i = process.argv.indexOf(name);
-  return i === -1 ? fallback : Number(process.argv[i + 1]);
-};
-const REQUESTS = arg('--requests', 6000);
-const CONCURRENCY = arg('--concurrency', 64);
+const REQUESTS = option('--requests', 6000);
+const CONCURRENCY = option('--concurrency', 64);
 const APPS = 10;
 const PER_APP = 20; // 200 webhooks: many requests collide on the same ones
 const WEBHOOKS = APPS * PER_APP;

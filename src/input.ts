@@ -102,15 +102,12 @@ export async function readUpdate(req: Request): Promise<WebhookUpdate> {
 
 const tooLarge = () => new ApiFailure(413, `body larger than ${MAX_BODY_BYTES} bytes`);
 
-async function readLimited(req: Request): Promise<Uint8Array> {
-  const declared = req.headers.get('content-length');
-  if (declared !== null) {
-    // The runtime delimits the body by Content-Length, so it cannot be longer than declared.
-    if (!/^\d+$/.test(declared) || Number(declared) > MAX_BODY_BYTES) throw tooLarge();
-    return new Uint8Array(await req.arrayBuffer());
-  }
-  if (req.body === null) return new Uint8Array();
-  const reader = req.body.getReader();
+/**
+ * Reads a body stream up to MAX_BODY_BYTES: its bytes, or null when it is longer (the rest is
+ * cancelled).
+ */
+async function readAtMost(body: ReadableStream<Uint8Array>): Promise<Uint8Array | null> {
+  const reader = body.getReader();
   const chunks: Uint8Array[] = [];
   let size = 0;
   for (;;) {
@@ -119,7 +116,7 @@ async function readLimited(req: Request): Promise<Uint8Array> {
     size += value.byteLength;
     if (size > MAX_BODY_BYTES) {
       await reader.cancel();
-      throw tooLarge();
+      return null;
     }
     chunks.push(value);
   }
@@ -132,6 +129,19 @@ async function readLimited(req: Request): Promise<Uint8Array> {
   return bytes;
 }
 
+async function readLimited(req: Request): Promise<Uint8Array> {
+  const declared = req.headers.get('content-length');
+  if (declared !== null) {
+    // The runtime delimits the body by Content-Length, so it cannot be longer than declared.
+    if (!/^\d+$/.test(declared) || Number(declared) > MAX_BODY_BYTES) throw tooLarge();
+    return new Uint8Array(await req.arrayBuffer());
+  }
+  if (req.body === null) return new Uint8Array();
+  const bytes = await readAtMost(req.body);
+  if (bytes === null) throw tooLarge();
+  return bytes;
+}
+
 /**
  * Reads what is left of a request body that no one read (a rejected PUT, a DELETE with a body),
  * up to MAX_BODY_BYTES, so that the client's keep-alive connection can carry its next request.
@@ -139,18 +149,8 @@ async function readLimited(req: Request): Promise<Uint8Array> {
  */
 export async function discardBody(req: Request): Promise<void> {
   if (req.body === null || req.bodyUsed) return;
-  const reader = req.body.getReader();
-  let size = 0;
   try {
-    for (;;) {
-      const { done, value } = await reader.read();
-      if (done) return;
-      size += value.byteLength;
-      if (size > MAX_BODY_BYTES) {
-        await reader.cancel();
-        return;
-      }
-    }
+    await readAtMost(req.body);
   } catch {
     // The client went away: nothing to keep alive.
   }
