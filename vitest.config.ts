@@ -40,8 +40,8 @@ export default defineConfig({
         ratelimits: {
           APP_RATE_LIMITER: { namespace_id: '1001', ...unlimited },
           AUTH_FAILURE_RATE_LIMITER: { namespace_id: '1002', ...unlimited },
-          TEST_APP_LIMITER: { namespace_id: '9001', simple: { limit: 3, period: 60 } },
-          TEST_FAILURE_LIMITER: { namespace_id: '9002', simple: { limit: 3, period: 60 } },
+          TEST_APP_LIMITER: { namespace_id: '9101', simple: { limit: 3, period: 60 } },
+          TEST_FAILURE_LIMITER: { namespace_id: '9102', simple: { limit: 3, period: 60 } },
         },
       },
     }),
