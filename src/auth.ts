@@ -1,7 +1,7 @@
 import type { MiddlewareHandler } from 'hono';
 import { errors, type JWTPayload, jwtVerify } from 'jose';
 import { type AuthConfig, authConfig } from './config';
-import { ApiFailure, Code } from './envelope';
+import { ApiFailure, Code, retryLater } from './envelope';
 import { KeysUnavailable } from './keys';
 import { authFailure } from './limits';
 import type { AppEnv } from './types';
@@ -99,10 +99,7 @@ export async function verifyToken(token: string, config: AuthConfig): Promise<Id
     }));
   } catch (err) {
     if (err instanceof KeysUnavailable) {
-      throw new ApiFailure(503, 'token keys unavailable', {
-        headers: { 'retry-after': String(KEYS_RETRY_AFTER) },
-        cause: err.cause,
-      });
+      throw retryLater(503, 'token keys unavailable', KEYS_RETRY_AFTER, err.cause);
     }
     if (err instanceof errors.JWTExpired) throw invalidToken('token expired', true, err);
     if (err instanceof errors.JOSEError) throw invalidToken('token invalid', true, err);

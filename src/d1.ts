@@ -1,5 +1,5 @@
 import type { Context } from 'hono';
-import { ApiFailure, requestId } from './envelope';
+import { ApiFailure, requestId, retryLater } from './envelope';
 import { log } from './log';
 import type { AppEnv } from './types';
 
@@ -23,8 +23,7 @@ export const D1_RETRY_BUDGET_MS = 1000;
 /** Seconds a client should wait after a 503 caused by storage. */
 export const STORAGE_RETRY_AFTER = 2;
 
-const unavailable = (detail: string, cause: unknown) =>
-  new ApiFailure(503, detail, { headers: { 'retry-after': String(STORAGE_RETRY_AFTER) }, cause });
+const unavailable = (detail: string, cause: unknown) => retryLater(503, detail, STORAGE_RETRY_AFTER, cause);
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 

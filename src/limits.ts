@@ -1,13 +1,12 @@
 import type { Context, MiddlewareHandler } from 'hono';
-import { ApiFailure, requestId } from './envelope';
+import { type ApiFailure, requestId, retryLater } from './envelope';
 import { log } from './log';
 import type { AppEnv } from './types';
 
 /** The period of both limits in wrangler.toml, in seconds: how long a limited client waits. */
 export const RATE_LIMIT_PERIOD = 60;
 
-const rateLimited = (detail: string) =>
-  new ApiFailure(429, detail, { headers: { 'retry-after': String(RATE_LIMIT_PERIOD) } });
+const rateLimited = (detail: string) => retryLater(429, detail, RATE_LIMIT_PERIOD);
 
 /**
  * Asks a Workers rate limiter whether `key` may go on. A missing binding limits nothing, and a

@@ -18,6 +18,10 @@ const ROW_JSON = `json_object(
 
 const OWNED = 'webhook_id = CAST(?1 AS INTEGER) AND app_id = ?2';
 
+/** Whether the application has the webhook: `found` is 1 or 0. */
+const ownedWebhook = (db: D1Database, webhookId: string, appId: string) =>
+  db.prepare(`SELECT EXISTS (SELECT 1 FROM webhooks WHERE ${OWNED}) AS found`).bind(webhookId, appId);
+
 const AUDIT_COLUMNS = 'webhook_id, app_id, action, row_before, actor, actor_jti, request_id';
 
 /**
@@ -47,17 +51,14 @@ export async function setWebhookEnabled(
          WHERE ${OWNED} AND is_enabled <> ?3`,
       )
       .bind(webhookId, actor.appId, state),
-    db.prepare(`SELECT EXISTS (SELECT 1 FROM webhooks WHERE ${OWNED}) AS found`).bind(webhookId, actor.appId),
+    ownedWebhook(db, webhookId, actor.appId),
   ]);
   return found?.results[0]?.found === 1;
 }
 
 /** Whether the application has this webhook. */
 export async function webhookExists(db: D1Database, webhookId: string, appId: string): Promise<boolean> {
-  const row = await db
-    .prepare(`SELECT EXISTS (SELECT 1 FROM webhooks WHERE ${OWNED}) AS found`)
-    .bind(webhookId, appId)
-    .first<{ found: number }>();
+  const row = await ownedWebhook(db, webhookId, appId).first<{ found: number }>();
   return row?.found === 1;
 }
 
