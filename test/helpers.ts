@@ -184,3 +184,42 @@ export function countingDb(db: D1Database): { db: D1Database; calls: () => numbe
   });
   return { db: proxy, calls: () => calls };
 }
+
+/** What the faulty binding does on one call: fail before running, run and then lose the reply, or run. */
+export type Fault = { before: string } | { after: string } | null;
+
+/**
+ * A D1 binding that injects `faults[n]` into its n-th round trip (`batch`, or a statement's
+ * `first` / `run` / `all`); calls past the list run normally.
+ */
+export function faultyDb(faults: Fault[]) {
+  let calls = 0;
+  const inject = async <T>(run: () => Promise<T>): Promise<T> => {
+    const fault = faults[calls++] ?? null;
+    if (fault !== null && 'before' in fault) throw new Error(fault.before);
+    const result = await run();
+    if (fault !== null && 'after' in fault) throw new Error(fault.after);
+    return result;
+  };
+  const statement = (stmt: D1PreparedStatement): D1PreparedStatement =>
+    new Proxy(stmt, {
+      get(target, prop) {
+        const value = Reflect.get(target, prop);
+        if (prop === 'bind') return (...args: unknown[]) => statement(target.bind(...args));
+        if (prop === 'first' || prop === 'run' || prop === 'all') {
+          return (...args: unknown[]) =>
+            inject(() => (value as (...a: unknown[]) => Promise<unknown>).apply(target, args));
+        }
+        return typeof value === 'function' ? value.bind(target) : value;
+      },
+    });
+  const db = new Proxy(env.DB, {
+    get(target, prop) {
+      if (prop === 'prepare') return (sql: string) => statement(target.prepare(sql));
+      if (prop === 'batch') return (stmts: D1PreparedStatement[]) => inject(() => target.batch(stmts));
+      const value = Reflect.get(target, prop);
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  });
+  return { db, calls: () => calls };
+}

@@ -4,7 +4,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import doc from '../docs/openapi.json';
 import { Code, envelope } from '../src/envelope';
 import { MAX_BODY_BYTES } from '../src/input';
-import { bearer, fetchWith, insertWebhook, ORIGIN, PATH, tokenFor, URL_ } from './helpers';
+import { bearer, faultyDb, fetchWith, insertWebhook, ORIGIN, PATH, tokenFor, URL_ } from './helpers';
 
 afterEach(() => {
   vi.restoreAllMocks();
@@ -60,22 +60,7 @@ const deleteRequest = (query: string, headers: Record<string, string>) =>
   new Request(`${URL_}?${query}`, { method: 'DELETE', headers });
 
 /** A D1 binding whose every call fails with `message`. */
-const failingDb = (message: string) =>
-  new Proxy(env.DB, {
-    get(target, prop) {
-      if (prop === 'batch') return () => Promise.reject(new Error(message));
-      if (prop === 'prepare') {
-        return (sql: string) => {
-          const stmt = target.prepare(sql);
-          return new Proxy(stmt, {
-            get: (s, p) =>
-              p === 'bind' ? () => ({ first: () => Promise.reject(new Error(message)) }) : Reflect.get(s, p),
-          });
-        };
-      }
-      return Reflect.get(target, prop);
-    },
-  });
+const failingDb = (message: string) => faultyDb(Array.from({ length: 10 }, () => ({ before: message }))).db;
 
 describe('docs/openapi.json', () => {
   it('documents every reply the suite sees: status, body schema and headers', async () => {
