@@ -213,10 +213,15 @@ async function pemKeys(text: string, allowed: string[] | undefined): Promise<Ver
   return { algorithms, resolve: localResolver(entries) };
 }
 
+/** Public keys never verify HMAC: an allowed HS* algorithm would invite key confusion. */
+function refuseHmac(allowed: string[] | undefined, keySource: string) {
+  const hmac = allowed?.find((alg) => HMAC.includes(alg));
+  if (hmac !== undefined) throw new ConfigError('JWT_ALGORITHMS', `${hmac} cannot be used with ${keySource}`);
+}
+
 /** JWT_PUBLIC_KEY: a PEM key, a JWK, or a JWK Set. */
 export async function publicKeys(value: string, allowed: string[] | undefined): Promise<VerificationKeys> {
-  const hmac = allowed?.find((alg) => HMAC.includes(alg));
-  if (hmac !== undefined) throw new ConfigError('JWT_ALGORITHMS', `${hmac} cannot be used with a public key`);
+  refuseHmac(allowed, 'a public key');
   if (!value.startsWith('{')) return pemKeys(value, allowed);
   let json: unknown;
   try {
@@ -249,8 +254,7 @@ class FetchBudgetSpent extends Error {}
  * While the provider is down or answers garbage, the keys fetched before keep working.
  */
 export function remoteKeys(url: URL, allowed: string[] | undefined): VerificationKeys {
-  const hmac = allowed?.find((alg) => HMAC.includes(alg));
-  if (hmac !== undefined) throw new ConfigError('JWT_ALGORITHMS', `${hmac} cannot be used with JWT_JWKS_URL`);
+  refuseHmac(allowed, 'JWT_JWKS_URL');
 
   // What the provider last served, watched from inside jose's fetch: the last good set (kept for
   // when the provider fails) and whether the last fetch failed.
