@@ -1,9 +1,11 @@
 import { readFileSync } from 'node:fs';
-import { cloudflareTest } from '@cloudflare/vitest-pool-workers';
+import { cloudflareTest, readD1Migrations } from '@cloudflare/vitest-pool-workers';
 import { defineConfig } from 'vitest/config';
 import { unstable_readConfig, unstable_splitSqlQuery } from 'wrangler';
 
-// The test database gets the real schema.sql, split the way `wrangler d1 execute` splits it.
+// The test database is made by the real migrations (test/setup.ts), as `npm start` and a deploy
+// make theirs; schema.sql, split the way `wrangler d1 execute` splits it, is compared with them.
+const migrations = await readD1Migrations(new URL('./migrations', import.meta.url).pathname);
 const schema = unstable_splitSqlQuery(readFileSync(new URL('./schema.sql', import.meta.url), 'utf8'));
 // The rate limits wrangler.toml sets (locally and per environment), so a test can check the
 // Worker's Retry-After against them.
@@ -32,9 +34,14 @@ export default defineConfig({
           JWT_TYP: '',
           JWT_CLOCK_TOLERANCE: '',
           JWT_MAX_TOKEN_AGE: '',
+          WEBHOOKS_PER_APP: '',
+          TEST_MIGRATIONS: migrations,
           TEST_SCHEMA: schema,
           TEST_RATELIMITS: JSON.stringify(ratelimits),
         },
+        // DB: the service's. The others are for the schema tests: one made from schema.sql, one
+        // made from an earlier release's schema and upgraded.
+        d1Databases: { DB: 'db', SCHEMA_DB: 'schema-db', UPGRADE_DB: 'upgrade-db' },
         // Rate limiter state is shared by all test files: the suite runs without limits, and the
         // limit tests use their own small limiters.
         ratelimits: {

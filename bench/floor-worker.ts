@@ -1,7 +1,7 @@
 // The floor reference: a bare fetch handler that runs exactly the D1 statements the service runs
 // for each operation (the same store functions), with no framework, no authentication and no
 // validation. The owner of a seeded webhook is derived from its id, as the harness seeds them.
-import { deleteWebhook, setWebhookEnabled, webhookExists } from '../src/store';
+import { deleteWebhook, setWebhookEnabled, webhookExists } from '../src/webhooks/store';
 
 interface Env {
   DB: D1Database;

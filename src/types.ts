@@ -3,6 +3,8 @@ export type AppEnv = {
   Bindings: CloudflareBindings;
   Variables: {
     requestId: string;
+    /** The operation a request on the webhook path asks for (for the log). */
+    op: string | null;
     /** The verified calling application (from the token's app claim). */
     appId: string;
     /** The token's `jti`, when it has one: recorded as part of the audit actor. */
@@ -11,5 +13,7 @@ export type AppEnv = {
     webhookId: string;
     /** D1 calls made for the request, retries included (for the log). */
     d1Attempts: number;
+    /** The request's D1 session bookmark once it used D1: sent back as X-D1-Bookmark. */
+    bookmark: string | null;
   };
 };

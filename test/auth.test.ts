@@ -1,7 +1,7 @@
 import { env, SELF } from 'cloudflare:test';
 import { SignJWT, UnsecuredJWT } from 'jose';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { MAX_TOKEN_LENGTH } from '../src/auth';
+import { MAX_TOKEN_LENGTH } from '../src/auth/bearer';
 import {
   bearer,
   countingDb,

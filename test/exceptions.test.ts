@@ -92,13 +92,7 @@ describe('unexpected exceptions answer the 500 envelope and are logged', () => {
     const errors = vi.spyOn(console, 'error').mockImplementation(() => {});
     const bindings = {
       ...env,
-      DB: new Proxy(env.DB, {
-        get(target, prop) {
-          if (prop === 'batch') return () => Promise.reject(new TypeError('store exploded'));
-          const value = Reflect.get(target, prop);
-          return typeof value === 'function' ? value.bind(target) : value;
-        },
-      }),
+      DB: { withSession: () => ({ batch: () => Promise.reject(new TypeError('store exploded')) }) },
     };
     const before = await snapshot();
 

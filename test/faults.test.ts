@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { D1_MAX_ATTEMPTS, STORAGE_RETRY_AFTER } from '../src/d1';
+import { D1_MAX_ATTEMPTS, STORAGE_RETRY_AFTER } from '../src/webhooks/d1';
 import {
   auditRows,
   bearer,

@@ -148,78 +148,61 @@ export async function snapshot(): Promise<unknown> {
 }
 
 /**
- * Wraps a D1 binding and counts its round trips: one per `batch`, `exec`, and per statement
- * `first` / `run` / `all` / `raw`.
+ * Wraps a D1 binding so that `roundTrip` runs each of its round trips: a `batch` or `exec`, a
+ * statement's `first` / `run` / `all` / `raw`, on the database or on any of its sessions.
  */
-export function countingDb(db: D1Database): { db: D1Database; calls: () => number } {
-  let calls = 0;
+function interceptDb(db: D1Database, roundTrip: <T>(run: () => Promise<T>) => Promise<T>): D1Database {
   const statement = (stmt: D1PreparedStatement): D1PreparedStatement =>
     new Proxy(stmt, {
-      get(target, prop, receiver) {
-        const value = Reflect.get(target, prop, receiver);
+      get(target, prop) {
+        const value = Reflect.get(target, prop);
         if (typeof value !== 'function') return value;
         if (prop === 'bind') return (...args: unknown[]) => statement(value.apply(target, args));
-        if (['first', 'run', 'all', 'raw'].includes(prop as string)) {
-          return (...args: unknown[]) => {
-            calls++;
-            return value.apply(target, args);
-          };
+        if (prop === 'first' || prop === 'run' || prop === 'all' || prop === 'raw') {
+          return (...args: unknown[]) => roundTrip(() => value.apply(target, args));
         }
         return value.bind(target);
       },
     });
-  const proxy = new Proxy(db, {
-    get(target, prop, receiver) {
-      const value = Reflect.get(target, prop, receiver);
-      if (typeof value !== 'function') return value;
-      if (prop === 'prepare') return (sql: string) => statement(target.prepare(sql));
-      if (prop === 'batch' || prop === 'exec') {
-        return (...args: unknown[]) => {
-          calls++;
-          return value.apply(target, args);
-        };
-      }
-      return value.bind(target);
-    },
-  });
-  return { db: proxy, calls: () => calls };
+  const wrap = <D extends object>(inner: D): D =>
+    new Proxy(inner, {
+      get(target, prop) {
+        const value = Reflect.get(target, prop);
+        if (typeof value !== 'function') return value;
+        if (prop === 'prepare') return (sql: string) => statement(value.call(target, sql));
+        if (prop === 'batch' || prop === 'exec')
+          return (...args: unknown[]) => roundTrip(() => value.apply(target, args));
+        if (prop === 'withSession') return (...args: unknown[]) => wrap(value.apply(target, args));
+        return value.bind(target);
+      },
+    });
+  return wrap(db);
+}
+
+/** Wraps a D1 binding and counts its round trips (see interceptDb). */
+export function countingDb(db: D1Database): { db: D1Database; calls: () => number } {
+  let calls = 0;
+  return {
+    db: interceptDb(db, (run) => {
+      calls++;
+      return run();
+    }),
+    calls: () => calls,
+  };
 }
 
 /** What the faulty binding does on one call: fail before running, run and then lose the reply, or run. */
 export type Fault = { before: string } | { after: string } | null;
 
-/**
- * A D1 binding that injects `faults[n]` into its n-th round trip (`batch`, or a statement's
- * `first` / `run` / `all`); calls past the list run normally.
- */
+/** A D1 binding that injects `faults[n]` into its n-th round trip; calls past the list run normally. */
 export function faultyDb(faults: Fault[]) {
   let calls = 0;
-  const inject = async <T>(run: () => Promise<T>): Promise<T> => {
+  const db = interceptDb(env.DB, async (run) => {
     const fault = faults[calls++] ?? null;
     if (fault !== null && 'before' in fault) throw new Error(fault.before);
     const result = await run();
     if (fault !== null && 'after' in fault) throw new Error(fault.after);
     return result;
-  };
-  const statement = (stmt: D1PreparedStatement): D1PreparedStatement =>
-    new Proxy(stmt, {
-      get(target, prop) {
-        const value = Reflect.get(target, prop);
-        if (prop === 'bind') return (...args: unknown[]) => statement(target.bind(...args));
-        if (prop === 'first' || prop === 'run' || prop === 'all') {
-          return (...args: unknown[]) =>
-            inject(() => (value as (...a: unknown[]) => Promise<unknown>).apply(target, args));
-        }
-        return typeof value === 'function' ? value.bind(target) : value;
-      },
-    });
-  const db = new Proxy(env.DB, {
-    get(target, prop) {
-      if (prop === 'prepare') return (sql: string) => statement(target.prepare(sql));
-      if (prop === 'batch') return (stmts: D1PreparedStatement[]) => inject(() => target.batch(stmts));
-      const value = Reflect.get(target, prop);
-      return typeof value === 'function' ? value.bind(target) : value;
-    },
   });
   return { db, calls: () => calls };
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { parseWebhookId } from '../src/input';
+import { parseWebhookId } from '../src/webhooks/params';
 import {
   auditRows,
   bearer,

@@ -10,8 +10,8 @@ import {
   type JWK,
 } from 'jose';
 import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { KEYS_RETRY_AFTER } from '../src/auth';
-import { JWKS_FETCH_BURST, JWKS_TIMEOUT_MS } from '../src/keys';
+import { KEYS_RETRY_AFTER } from '../src/auth/bearer';
+import { JWKS_FETCH_BURST, JWKS_TIMEOUT_MS } from '../src/auth/keys';
 import {
   bearer,
   expectDeleteFail,

@@ -1,6 +1,6 @@
 import { env } from 'cloudflare:test';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { RATE_LIMIT_PERIOD } from '../src/limits';
+import { RATE_LIMIT_PERIOD } from '../src/http/limits';
 import {
   bearer,
   expectDeleteFail,

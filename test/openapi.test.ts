@@ -2,8 +2,8 @@ import { env, SELF } from 'cloudflare:test';
 import { Validator } from '@cfworker/json-schema';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import doc from '../docs/openapi.json';
-import { Code, envelope } from '../src/envelope';
-import { MAX_BODY_BYTES } from '../src/input';
+import { MAX_BODY_BYTES } from '../src/http/body';
+import { Code, envelope } from '../src/http/envelope';
 import { bearer, faultyDb, fetchWith, insertWebhook, ORIGIN, PATH, tokenFor, URL_ } from './helpers';
 
 afterEach(() => {

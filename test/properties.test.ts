@@ -1,11 +1,11 @@
 import { env, SELF } from 'cloudflare:test';
 import fc from 'fast-check';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { MAX_BODY_BYTES } from '../src/input';
+import { MAX_BODY_BYTES } from '../src/http/body';
 import { insertWebhook, ORIGIN, PATH, tokenFor } from './helpers';
 
-const OP_CODE: Record<string, number> = { PUT: 64062, DELETE: 64063 };
-const FAILURE_STATUSES = [400, 404, 413, 415, 429];
+const OP_CODE: Record<string, number> = { GET: 64060, POST: 64061, PUT: 64062, DELETE: 64063 };
+const FAILURE_STATUSES = [400, 404, 409, 413, 415, 429];
 
 interface Attempt {
   method: string;
@@ -57,8 +57,8 @@ type Generated = Omit<Attempt, 'target'> & { id: string; live: number; idAsNumbe
 
 const attempt: fc.Arbitrary<Generated> = fc.record({
   method: fc.oneof(
-    { weight: 8, arbitrary: fc.constantFrom('PUT', 'DELETE') },
-    fc.constantFrom('GET', 'POST', 'PATCH', 'OPTIONS', 'HEAD'),
+    { weight: 8, arbitrary: fc.constantFrom('PUT', 'DELETE', 'GET', 'POST') },
+    fc.constantFrom('PATCH', 'OPTIONS', 'HEAD'),
   ),
   path: fc.oneof(
     { weight: 10, arbitrary: fc.constant(PATH) },
@@ -87,7 +87,23 @@ const attempt: fc.Arbitrary<Generated> = fc.record({
     {
       weight: 6,
       arbitrary: fc
-        .record({ is_enabled: fc.oneof(fc.boolean(), fc.jsonValue()), extra: fc.jsonValue() }, { requiredKeys: [] })
+        .record(
+          {
+            is_enabled: fc.oneof(fc.boolean(), fc.jsonValue()),
+            url: fc.oneof(
+              fc.webUrl({ validSchemes: ['https', 'http'], withQueryParameters: true, withFragments: true }),
+              fc.constantFrom(
+                'https://hooks.example.com/a',
+                'https://127.0.0.1/x',
+                'https://[::1]/',
+                'https://intranet',
+              ),
+              fc.jsonValue(),
+            ),
+            extra: fc.jsonValue(),
+          },
+          { requiredKeys: [] },
+        )
         .map((o) => JSON.stringify(o)),
     },
     fc.jsonValue().map((v) => JSON.stringify(v)),
@@ -157,12 +173,16 @@ describe('properties over arbitrary requests', () => {
           expect(text).toBe('');
         } else {
           const body = JSON.parse(text) as Record<string, unknown>;
-          expect(Object.keys(body).sort()).toEqual(['message', 'return']);
+          // `value` only on a successful GET or POST.
+          const withValue = (a.method === 'GET' && res.status === 200) || (a.method === 'POST' && res.status === 201);
+          expect(Object.keys(body).sort()).toEqual(withValue ? ['message', 'return', 'value'] : ['message', 'return']);
           const code = body.return;
           if (!onPath) expect([res.status, code]).toEqual([404, 404]);
           else if (!(a.method in OP_CODE)) expect([res.status, code]).toEqual([405, 405]);
-          else if (res.status === 200) expect(body).toEqual({ return: 0, message: 'success' });
-          else if (res.status === 401) expect(body).toEqual({ return: 20004, message: 'Invalid jwt token' });
+          else if (res.status === 200 || res.status === 201) {
+            expect(res.status).toBe(a.method === 'POST' ? 201 : 200);
+            expect({ return: body.return, message: body.message }).toEqual({ return: 0, message: 'success' });
+          } else if (res.status === 401) expect(body).toEqual({ return: 20004, message: 'Invalid jwt token' });
           else {
             expect(FAILURE_STATUSES).toContain(res.status); // never a 5xx without injected faults
             expect(code).toBe(OP_CODE[a.method]);
@@ -170,13 +190,18 @@ describe('properties over arbitrary requests', () => {
         }
         if (!onPath) expect(res.status).toBe(404);
 
-        // Nothing changes but the row a successful PUT or DELETE named.
+        // Nothing changes but the row a successful PUT or DELETE named, or the one a POST made.
         const after = await tables();
         const changed = new Set(
           [...before.rows.keys(), ...after.rows.keys()].filter((k) => before.rows.get(k) !== after.rows.get(k)),
         );
         const newAudit = after.audit.slice(before.audit.length);
-        if (res.status === 200 && onPath) {
+        if (res.status === 201 && onPath) {
+          const created = [...changed];
+          expect(created).toHaveLength(1);
+          expect(before.rows.has(created[0] as string)).toBe(false);
+          expect(newAudit).toEqual([{ id: created[0], action: 'create' }]);
+        } else if (res.status === 200 && onPath && a.method !== 'GET') {
           for (const id of changed) expect(id).toBe(a.target);
           expect(newAudit.length).toBeLessThanOrEqual(1);
           for (const record of newAudit) expect(record.id).toBe(a.target);
@@ -187,5 +212,5 @@ describe('properties over arbitrary requests', () => {
       }),
       { numRuns: 250 },
     );
-  });
+  }, 60_000);
 });

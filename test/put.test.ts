@@ -1,6 +1,6 @@
 import { env, SELF } from 'cloudflare:test';
 import { describe, expect, it } from 'vitest';
-import { MAX_BODY_BYTES } from '../src/input';
+import { MAX_BODY_BYTES } from '../src/http/body';
 import {
   auditRows,
   bearer,

@@ -5,6 +5,7 @@ import {
   expectDeleteFail,
   expectEnvelope,
   expectUpdateFail,
+  faultyDb,
   fetchWith,
   fetchWorker,
   insertWebhook,
@@ -32,19 +33,19 @@ describe('routing and the envelope', () => {
     await expectEnvelope(res, 404, 404, 'not found');
   });
 
-  it.each(['GET', 'POST', 'PATCH', 'OPTIONS'])(
+  it.each(['PATCH', 'OPTIONS', 'TRACE', 'PROPFIND'])(
     'answers 405 with Allow for %s on the path, before authentication',
     async (method) => {
       const res = await SELF.fetch(URL_, { method });
       await expectEnvelope(res, 405, 405, 'method not allowed');
-      expect(res.headers.get('allow')).toBe('DELETE, PUT');
+      expect(res.headers.get('allow')).toBe('DELETE, GET, POST, PUT');
     },
   );
 
   it('answers 405 to HEAD with the envelope headers and no body', async () => {
     const res = await SELF.fetch(URL_, { method: 'HEAD' });
     expect(res.status).toBe(405);
-    expect(res.headers.get('allow')).toBe('DELETE, PUT');
+    expect(res.headers.get('allow')).toBe('DELETE, GET, POST, PUT');
     expect(res.headers.get('content-type')).toBe('application/json');
     expect(await res.text()).toBe('');
   });
@@ -85,16 +86,7 @@ describe('routing and the envelope', () => {
   it('turns a storage failure into a logged 500 with the op code, changing nothing', async () => {
     const id = await insertWebhook('app-a');
     const errors = vi.spyOn(console, 'error').mockImplementation(() => {});
-    const broken = new Proxy(env.DB, {
-      get(target, prop) {
-        if (prop === 'batch' || prop === 'prepare') {
-          return () => {
-            throw new Error('D1_ERROR: simulated failure');
-          };
-        }
-        return Reflect.get(target, prop);
-      },
-    });
+    const broken = faultyDb([{ before: 'D1_ERROR: simulated failure' }, { before: 'D1_ERROR: simulated failure' }]).db;
     const token = await tokenFor('app-a');
     const before = await snapshot();
 

@@ -1,4 +1,4 @@
-import { env } from 'cloudflare:test';
+import { applyD1Migrations, env } from 'cloudflare:test';
 
-// Storage is isolated per test file; each file starts from the real schema.
-await env.DB.batch(env.TEST_SCHEMA.map((sql) => env.DB.prepare(sql)));
+// Storage is isolated per test file; each file starts from a database made by the migrations.
+await applyD1Migrations(env.DB, env.TEST_MIGRATIONS);

@@ -1,51 +1,11 @@
 import { ApiFailure, badInput } from './envelope';
 
-/** Largest PUT body accepted, in bytes. A valid body is well under 100 bytes. */
+/** Largest PUT or POST body accepted, in bytes. A valid PUT body is well under 100 bytes; a POST
+ * body carries a URL of at most 2,048 characters. */
 export const MAX_BODY_BYTES = 8192;
 
-const INT64_MAX = '9223372036854775807';
-const ID_RANGE = 'webhook_id must be a decimal integer from 1 to 9223372036854775807';
-
-/**
- * A webhook id as canonical decimal text (no leading zeros), or `null` when `text` is not one:
- * only decimal digits, value 1..2^63-1. Ids stay text all the way to SQL, so they are never
- * rounded through a double.
- */
-export function parseWebhookId(text: string): string | null {
-  if (text.length === 0 || text.length > 64) return null;
-  for (let i = 0; i < text.length; i++) {
-    const ch = text.charCodeAt(i);
-    if (ch < 48 || ch > 57) return null;
-  }
-  let start = 0;
-  while (start < text.length - 1 && text.charCodeAt(start) === 48) start++;
-  const digits = start === 0 ? text : text.slice(start);
-  if (digits === '0') return null;
-  if (digits.length > INT64_MAX.length) return null;
-  if (digits.length === INT64_MAX.length && digits > INT64_MAX) return null;
-  return digits;
-}
-
-/** DELETE's input: exactly one `webhook_id` query parameter. */
-export function webhookIdFromQuery(url: string): string {
-  const q = url.indexOf('?');
-  const values = q === -1 ? [] : new URLSearchParams(url.slice(q + 1)).getAll('webhook_id');
-  if (values.length !== 1) {
-    throw badInput(values.length === 0 ? 'webhook_id query parameter is required' : 'webhook_id must be given once');
-  }
-  const id = parseWebhookId(values[0] as string);
-  if (id === null) throw badInput(ID_RANGE);
-  return id;
-}
-
-/** PUT's input. `isEnabled` undefined: the body did not say, nothing is to change. */
-export interface WebhookUpdate {
-  webhookId: string;
-  isEnabled?: boolean;
-}
-
 /** A JSON number's source text. A class, so no JSON value can pass for one. */
-class NumberText {
+export class NumberText {
   constructor(readonly text: string) {}
 }
 
@@ -57,27 +17,19 @@ function keepIdText(key: string, value: unknown, context?: { source?: string }):
   return new NumberText(Number.isSafeInteger(value) ? String(value) : '');
 }
 
-/** Validates a parsed PUT body (CONTRACT §5, §6). Unknown fields are ignored. */
-export function webhookUpdate(body: unknown): WebhookUpdate {
-  if (typeof body !== 'object' || body === null || Array.isArray(body)) {
-    throw badInput('body must be a JSON object');
-  }
-  const { webhook_id: raw, is_enabled: isEnabled } = body as Record<string, unknown>;
-  if (raw === undefined) throw badInput('webhook_id is required');
-  // A JSON integer arrives as NumberText (see keepIdText); a decimal string as itself.
-  const text = typeof raw === 'string' ? raw : raw instanceof NumberText ? raw.text : null;
-  const webhookId = text === null ? null : parseWebhookId(text);
-  if (webhookId === null) throw badInput(ID_RANGE);
-  if (isEnabled !== undefined && typeof isEnabled !== 'boolean') {
-    throw badInput('is_enabled must be true or false');
-  }
-  return { webhookId, isEnabled };
+/** A JSON request body: its exact bytes and its parsed value. */
+export interface JsonBody {
+  bytes: Uint8Array;
+  value: unknown;
 }
 
 const JSON_MEDIA_TYPE = /^application\/json[ \t]*(;|$)/i;
 
-/** Reads PUT's body: JSON media type, at most MAX_BODY_BYTES, strict UTF-8, valid JSON. */
-export async function readUpdate(req: Request): Promise<WebhookUpdate> {
+/**
+ * Reads a JSON body (PUT, POST): JSON media type (415), at most MAX_BODY_BYTES (413), strict
+ * UTF-8 and valid JSON (400). A `webhook_id` number arrives as its NumberText.
+ */
+export async function readJsonBody(req: Request): Promise<JsonBody> {
   const type = req.headers.get('content-type');
   if (type === null || !JSON_MEDIA_TYPE.test(type)) {
     throw new ApiFailure(415, 'Content-Type must be application/json');
@@ -90,14 +42,20 @@ export async function readUpdate(req: Request): Promise<WebhookUpdate> {
     if (err instanceof TypeError) throw badInput('body is not valid UTF-8');
     throw err;
   }
-  let body: unknown;
   try {
-    body = JSON.parse(text, keepIdText as (key: string, value: unknown) => unknown);
+    return { bytes, value: JSON.parse(text, keepIdText as (key: string, value: unknown) => unknown) };
   } catch (err) {
     if (err instanceof SyntaxError) throw badInput('body is not valid JSON');
     throw err;
   }
-  return webhookUpdate(body);
+}
+
+/** A parsed JSON body that must be an object (PUT, POST); unknown fields are the caller's to ignore. */
+export function jsonObject(value: unknown): Record<string, unknown> {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    throw badInput('body must be a JSON object');
+  }
+  return value as Record<string, unknown>;
 }
 
 const tooLarge = () => new ApiFailure(413, `body larger than ${MAX_BODY_BYTES} bytes`);

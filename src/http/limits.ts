@@ -1,7 +1,7 @@
 import type { Context, MiddlewareHandler } from 'hono';
+import type { AppEnv } from '../types';
 import { type ApiFailure, requestId, retryLater } from './envelope';
 import { log } from './log';
-import type { AppEnv } from './types';
 
 /** The period of both limits in wrangler.toml, in seconds: how long a limited client waits. */
 export const RATE_LIMIT_PERIOD = 60;

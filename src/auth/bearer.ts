@@ -1,10 +1,10 @@
 import type { MiddlewareHandler } from 'hono';
 import { errors, type JWTPayload, jwtVerify } from 'jose';
+import { ApiFailure, Code, retryLater } from '../http/envelope';
+import { authFailure } from '../http/limits';
+import type { AppEnv } from '../types';
 import { type AuthConfig, authConfig } from './config';
-import { ApiFailure, Code, retryLater } from './envelope';
 import { KeysUnavailable } from './keys';
-import { authFailure } from './limits';
-import type { AppEnv } from './types';
 
 /** Longest token we are willing to parse (CONTRACT §3). */
 export const MAX_TOKEN_LENGTH = 8192;

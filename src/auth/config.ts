@@ -1,4 +1,4 @@
-import { ConfigError } from './envelope';
+import { ConfigError } from '../http/envelope';
 import { parseAlgorithms, publicKeys, remoteKeys, secretKeys, type VerificationKeys } from './keys';
 
 /** What token verification needs, prepared once per isolate. */

@@ -1,11 +1,16 @@
 import type { Context } from 'hono';
+import type { AppEnv } from '../types';
 import { log } from './log';
-import type { AppEnv } from './types';
 
-/** Result codes of the documented interface, and the two this service adds for routing. */
+/**
+ * Result codes: the documented interface's, the extension's (POST 64061, GET 64060; CONTRACT §2),
+ * and the ones this service adds for routing.
+ */
 export const Code = {
   success: 0,
   invalidToken: 20004,
+  queryFail: 64060,
+  createFail: 64061,
   updateFail: 64062,
   deleteFail: 64063,
   notFound: 404,
@@ -17,6 +22,8 @@ export type Code = (typeof Code)[keyof typeof Code];
 const MESSAGES: Record<Code, string> = {
   [Code.success]: 'success',
   [Code.invalidToken]: 'Invalid jwt token',
+  [Code.queryFail]: 'query fail',
+  [Code.createFail]: 'create fail',
   [Code.updateFail]: 'update fail',
   [Code.deleteFail]: 'delete fail',
   [Code.notFound]: 'not found',
@@ -26,10 +33,15 @@ const MESSAGES: Record<Code, string> = {
 
 /** The code every failure of an operation carries (CONTRACT §2), chosen by the request's method. */
 export function operationCode(method: string): Code {
-  if (method === 'PUT') return Code.updateFail;
-  if (method === 'DELETE') return Code.deleteFail;
-  return Code.internal;
+  return OPERATION_CODES[method] ?? Code.internal;
 }
+
+const OPERATION_CODES: Record<string, Code> = {
+  GET: Code.queryFail,
+  POST: Code.createFail,
+  PUT: Code.updateFail,
+  DELETE: Code.deleteFail,
+};
 
 // V8's (and so workerd's) Error has a stack trace limit that the standard types do not declare.
 const V8Error = Error as ErrorConstructor & { stackTraceLimit: number };
@@ -72,6 +84,7 @@ export const badInput = (detail: string) => new ApiFailure(400, detail);
 export const retryLater = (status: number, detail: string, seconds: number, cause?: unknown) =>
   new ApiFailure(status, detail, { headers: { 'retry-after': String(seconds) }, cause });
 export const notFound = () => new ApiFailure(404, 'no such webhook for this application');
+export const conflict = (detail: string) => new ApiFailure(409, detail);
 
 const REQUEST_ID = /^[\w.:@/+=-]{1,128}$/;
 
@@ -97,15 +110,28 @@ const replies = new WeakMap<Response, { code: Code; detail?: string }>();
 /** The code (and failure detail) a reply of ours carries. */
 export const replyInfo = (res: Response) => replies.get(res);
 
-/** Builds every reply of the service: the `{return, message}` body and the common headers. */
+/** What a reply carries besides its status and code. */
+export interface ReplyParts {
+  headers?: Record<string, string>;
+  /** The failure's reason, for the log (and X-Error-Detail on a 4xx). */
+  detail?: string;
+  /** JSON text of the data a successful POST or GET returns, spliced in as `value`. */
+  value?: string;
+}
+
+/**
+ * Builds every reply of the service: the `{return, message}` body (with `value` only when given:
+ * a successful POST or GET) and the common headers. `value` is JSON text made by us, so int64 ids
+ * in it keep their exact digits.
+ */
 export function envelope(
   status: number,
   code: Code,
   reqId: string,
-  headers?: Record<string, string>,
-  detail?: string,
+  { headers, detail, value }: ReplyParts = {},
 ): Response {
-  const res = new Response(`{"return":${code},"message":"${MESSAGES[code]}"}`, {
+  const head = `{"return":${code},"message":"${MESSAGES[code]}"`;
+  const res = new Response(value === undefined ? `${head}}` : `${head},"value":${value}}`, {
     status,
     headers: {
       'content-type': 'application/json',
@@ -119,19 +145,38 @@ export function envelope(
   return res;
 }
 
-export const success = (c: Context<AppEnv>) => envelope(200, Code.success, requestId(c));
+/** The D1 bookmark header of a request that used D1 (CONTRACT §10); none before any query. */
+export function bookmarkHeader(c: Context<AppEnv>): Record<string, string> | undefined {
+  const bookmark = c.get('bookmark');
+  return bookmark === undefined || bookmark === null ? undefined : { 'x-d1-bookmark': bookmark };
+}
 
-/** The reply for a failure: known ones as they say, anything else a logged 500. */
-export function failureReply(err: unknown, method: string, reqId: string): Response {
+/** A success: 200, or `status` (201) with `value` and more `headers`; plus the D1 bookmark. */
+export function success(
+  c: Context<AppEnv>,
+  { status = 200, value, headers }: { status?: number; value?: string; headers?: Record<string, string> } = {},
+): Response {
+  return envelope(status, Code.success, requestId(c), { headers: { ...bookmarkHeader(c), ...headers }, value });
+}
+
+/**
+ * The reply for a failure: known ones as they say, anything else a logged 500. `headers` are
+ * added to it (the D1 bookmark of a request that used D1).
+ */
+export function failureReply(err: unknown, method: string, reqId: string, headers?: Record<string, string>): Response {
   if (err instanceof ApiFailure) {
     // Details of a server-side failure go to the log, not to the client.
     const serverSide = err.status >= 500;
     if (serverSide) log('error', { request_id: reqId, msg: err.detail }, err.cause);
-    const headers = serverSide ? err.options.headers : { 'x-error-detail': err.detail, ...err.options.headers };
-    return envelope(err.status, err.options.code ?? operationCode(method), reqId, headers, err.detail);
+    return envelope(err.status, err.options.code ?? operationCode(method), reqId, {
+      headers: serverSide
+        ? { ...headers, ...err.options.headers }
+        : { ...headers, 'x-error-detail': err.detail, ...err.options.headers },
+      detail: err.detail,
+    });
   }
   const detail =
     err instanceof ConfigError ? `configuration error: ${err.setting}: ${err.message}` : 'unexpected error';
   log('error', { request_id: reqId, msg: detail }, err instanceof ConfigError ? undefined : err);
-  return envelope(500, operationCode(method), reqId, undefined, detail);
+  return envelope(500, operationCode(method), reqId, { headers, detail });
 }

@@ -1,11 +1,13 @@
 import type { Context } from 'hono';
-import { ApiFailure, requestId, retryLater } from './envelope';
-import { log } from './log';
-import type { AppEnv } from './types';
+import { ApiFailure, requestId, retryLater } from '../http/envelope';
+import { log } from '../http/log';
+import type { AppEnv } from '../types';
+import type { Db } from './store';
 
 // D1's transient errors that its documentation lists as safe to retry. Our writes are safe to
 // repeat even when a failed attempt had committed: every statement is conditional on the row's
-// current state, so a replay changes nothing more and writes no second audit record.
+// current state (a create, on its write id), so a replay changes nothing more and writes no
+// second audit record.
 const TRANSIENT = [
   'Network connection lost',
   'storage caused object to be reset',
@@ -28,16 +30,28 @@ const unavailable = (detail: string, cause: unknown) => retryLater(503, detail, 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /**
- * Runs one storage operation (one D1 round trip) for the request: transient D1 errors are retried
- * with exponential backoff and jitter within a time budget; an overloaded or still-failing
- * database answers 503 with Retry-After; any other storage error 500.
+ * Where a request's session starts (D1 Sessions API, so reads can be served by read replicas):
+ * writes at the primary; reads anywhere, or no older than the client's bookmark.
  */
-export async function withD1<T>(c: Context<AppEnv>, operation: (db: D1Database) => Promise<T>): Promise<T> {
+export type SessionStart = 'first-primary' | 'first-unconstrained' | { bookmark: string };
+
+/**
+ * Runs one storage operation (one D1 round trip) for the request in a D1 session: transient D1
+ * errors are retried with exponential backoff and jitter within a time budget; an overloaded or
+ * still-failing database answers 503 with Retry-After; any other storage error 500. The session's
+ * bookmark afterwards, success or failure, goes on the reply.
+ */
+export async function withD1<T>(
+  c: Context<AppEnv>,
+  start: SessionStart,
+  operation: (db: Db) => Promise<T>,
+): Promise<T> {
   const started = Date.now();
+  const session = c.env.DB.withSession(typeof start === 'string' ? start : start.bookmark);
   for (let attempt = 1; ; attempt++) {
     c.set('d1Attempts', attempt);
     try {
-      return await operation(c.env.DB);
+      return await operation(session);
     } catch (err) {
       const message = err instanceof Error ? err.message : String(err);
       if (message.includes(OVERLOADED)) throw unavailable('storage overloaded', err);
@@ -49,6 +63,8 @@ export async function withD1<T>(c: Context<AppEnv>, operation: (db: D1Database) 
       }
       log('warn', { request_id: requestId(c), msg: 'retrying transient D1 error', attempt }, err);
       await sleep(delay);
+    } finally {
+      c.set('bookmark', session.getBookmark());
     }
   }
 }

@@ -11,7 +11,7 @@ import {
   type JWK,
   type JWTHeaderParameters,
 } from 'jose';
-import { ConfigError } from './envelope';
+import { ConfigError } from '../http/envelope';
 
 /** Picks the key for a token's protected header. */
 export type KeyResolver = (header: JWTHeaderParameters) => Promise<CryptoKey>;

@@ -1,9 +1,7 @@
 import type { MiddlewareHandler } from 'hono';
+import type { AppEnv } from '../types';
 import { replyInfo, requestId } from './envelope';
 import { log } from './log';
-import type { AppEnv } from './types';
-
-const OPERATIONS: Record<string, string> = { PUT: 'update', DELETE: 'delete' };
 
 /**
  * One line per request: request id, application, operation, webhook id, return code, status,
@@ -18,7 +16,7 @@ export const accessLog: MiddlewareHandler<AppEnv> = async (c, next) => {
     request_id: requestId(c),
     method: c.req.method,
     path: c.req.path.slice(0, 200),
-    op: OPERATIONS[c.req.method] ?? null,
+    op: c.get('op') ?? null,
     app_id: c.get('appId') ?? null,
     webhook_id: c.get('webhookId') ?? null,
     status: c.res.status,

@@ -1,0 +1,11 @@
+import type { Context } from 'hono';
+import { requestId } from '../http/envelope';
+import type { AppEnv } from '../types';
+import type { Actor } from './store';
+
+/** Who is making a change: the verified application, its token's `jti`, the request id. */
+export const actorOf = (c: Context<AppEnv>): Actor => ({
+  appId: c.get('appId'),
+  jti: c.get('jti'),
+  requestId: requestId(c),
+});

@@ -1,0 +1,289 @@
+// All SQL of the service. Every function is one D1 round trip; a change and its audit record are
+// one batch, which D1 runs as a transaction.
+//
+// Webhook ids travel as decimal text and are turned into INTEGER by SQLite (CAST), so an int64 is
+// never rounded through a JavaScript double; webhooks are returned as JSON text that SQLite
+// writes, so the ids in replies keep their exact digits too. Ownership is part of every WHERE
+// clause.
+
+/** What the store's functions run on: the database, or one of its D1 sessions. */
+export type Db = Pick<D1Database, 'prepare' | 'batch'>;
+
+/** Who made a change, recorded with it. */
+export interface Actor {
+  appId: string;
+  jti: string | null;
+  requestId: string;
+}
+
+const NOW = `strftime('%Y-%m-%dT%H:%M:%fZ', 'now')`;
+
+// The whole row, as JSON text, for the audit record. SQLite writes the integer id exactly.
+const ROW_JSON = `json_object(
+    'webhook_id', webhook_id, 'app_id', app_id, 'url', url, 'is_enabled', is_enabled,
+    'created_at', created_at, 'updated_at', updated_at)`;
+
+/**
+ * A webhook as the API shows it (CONTRACT §9), as JSON text, from the columns `column(name)`
+ * names: the table's own, or the fields of an audit record's row.
+ */
+const webhookJson = (column: (name: string) => string = (name) => name) => `json_object(
+    'webhook_id', ${column('webhook_id')}, 'url', ${column('url')},
+    'is_enabled', json(CASE ${column('is_enabled')} WHEN 1 THEN 'true' ELSE 'false' END),
+    'created_at', ${column('created_at')}, 'updated_at', ${column('updated_at')})`;
+
+/** The webhook a create record holds, as the API shows it (its row as created). */
+const CREATED_JSON = webhookJson((name) => `json_extract(row_before, '$.${name}')`);
+
+const OWNED = 'webhook_id = CAST(?1 AS INTEGER) AND app_id = ?2';
+
+const AUDIT_COLUMNS = 'webhook_id, app_id, action, row_before, actor, actor_jti, request_id';
+
+// ---- PUT ------------------------------------------------------------------------------------------
+
+/**
+ * Sets a webhook's active state. Returns false when the application has no such webhook.
+ * Setting the state it already has changes nothing and records nothing. Two statements: the
+ * audit record (only for a real change, with the row before it), then the update, which matches
+ * the application's webhook whatever its state (so its count tells found from missing) and keeps
+ * `updated_at` when the state does not change.
+ */
+export async function setWebhookEnabled(db: Db, webhookId: string, enabled: boolean, actor: Actor): Promise<boolean> {
+  const state = enabled ? 1 : 0;
+  const [, update] = await db.batch([
+    db
+      .prepare(
+        `INSERT INTO webhook_audit (${AUDIT_COLUMNS})
+         SELECT webhook_id, app_id, ?3, ${ROW_JSON}, ?2, ?5, ?6
+         FROM webhooks
+         WHERE ${OWNED} AND is_enabled <> ?4`,
+      )
+      .bind(webhookId, actor.appId, enabled ? 'enable' : 'disable', state, actor.jti, actor.requestId),
+    db
+      .prepare(
+        `UPDATE webhooks
+         SET is_enabled = ?3, updated_at = CASE WHEN is_enabled = ?3 THEN updated_at ELSE ${NOW} END
+         WHERE ${OWNED}`,
+      )
+      .bind(webhookId, actor.appId, state),
+  ]);
+  return update?.meta.changes === 1;
+}
+
+/** Whether the application has this webhook. */
+export async function webhookExists(db: Db, webhookId: string, appId: string): Promise<boolean> {
+  const row = await db
+    .prepare(`SELECT EXISTS (SELECT 1 FROM webhooks WHERE ${OWNED}) AS found`)
+    .bind(webhookId, appId)
+    .first<{ found: number }>();
+  return row?.found === 1;
+}
+
+// ---- DELETE ---------------------------------------------------------------------------------------
+
+/**
+ * Deletes a webhook, keeping its last row in the audit table. Returns true when the webhook is
+ * gone because this application deleted it, now or before (DELETE is idempotent for its owner);
+ * false when the application never had it.
+ */
+export async function deleteWebhook(db: Db, webhookId: string, actor: Actor): Promise<boolean> {
+  const [, , gone] = await db.batch<{ gone: number }>([
+    db
+      .prepare(
+        `INSERT INTO webhook_audit (${AUDIT_COLUMNS})
+         SELECT webhook_id, app_id, 'delete', ${ROW_JSON}, ?2, ?3, ?4
+         FROM webhooks
+         WHERE ${OWNED}`,
+      )
+      .bind(webhookId, actor.appId, actor.jti, actor.requestId),
+    db.prepare(`DELETE FROM webhooks WHERE ${OWNED}`).bind(webhookId, actor.appId),
+    // Its own delete record, and no live row under that id (ids are never reused, but rows
+    // inserted by hand could reuse one).
+    db
+      .prepare(
+        `SELECT EXISTS (
+           SELECT 1 FROM webhook_audit
+           WHERE webhook_id = CAST(?1 AS INTEGER) AND action = 'delete' AND app_id = ?2
+         ) AND NOT EXISTS (
+           SELECT 1 FROM webhooks WHERE webhook_id = CAST(?1 AS INTEGER)
+         ) AS gone`,
+      )
+      .bind(webhookId, actor.appId),
+  ]);
+  return gone?.results[0]?.gone === 1;
+}
+
+// ---- POST -----------------------------------------------------------------------------------------
+
+/** How long an Idempotency-Key is remembered. */
+export const IDEMPOTENCY_KEY_HOURS = 24;
+const KEY_EXPIRED = `created_at <= strftime('%Y-%m-%dT%H:%M:%fZ', 'now', '-${IDEMPOTENCY_KEY_HOURS} hours')`;
+
+export interface NewWebhook {
+  url: string;
+  enabled: boolean;
+  /** The most webhooks the application may have (WEBHOOKS_PER_APP). */
+  cap: number;
+  /** Unique to this request and kept across its retries: finds what an earlier attempt made. */
+  writeId: string;
+  /** The request's Idempotency-Key and a hash of its body bytes, when it sent one. */
+  idempotency?: { key: string; hash: string };
+}
+
+/** A webhook as the API shows it: its id, and its JSON text. */
+export interface WebhookJson {
+  id: string;
+  json: string;
+}
+
+export type CreateOutcome =
+  /** Made by this request (by this attempt, or by an earlier attempt whose reply was lost). */
+  | ({ outcome: 'created' } & WebhookJson)
+  /** The Idempotency-Key's first request made it: its reply again. */
+  | ({ outcome: 'replayed' } & WebhookJson)
+  | { outcome: 'key-reused' | 'duplicate' | 'full' };
+
+interface CreateFacts {
+  created_id: string | null;
+  created: string | null;
+  key_webhook_id: string | null;
+  key_hash: string | null;
+  key_reply: string | null;
+  duplicate: number;
+  webhooks: number;
+}
+
+/**
+ * Registers a webhook, with its create record (and the Idempotency-Key's reply) in the same
+ * batch. The rules hold under concurrency because the insert checks them itself, and D1 runs a
+ * batch as one transaction: no earlier attempt of this request made one (write id), the key is
+ * unused, the URL is not registered for the application, and it has fewer than `cap` webhooks.
+ * The last statement reads back why, in order: ours, the key's, a duplicate, the cap.
+ */
+export async function createWebhook(db: Db, hook: NewWebhook, actor: Actor): Promise<CreateOutcome> {
+  const key = hook.idempotency;
+  const statements = [
+    db
+      .prepare(
+        `INSERT INTO webhooks (app_id, url, is_enabled)
+         SELECT ?1, ?2, ?3
+         WHERE NOT EXISTS (SELECT 1 FROM webhook_audit WHERE write_id = ?4)
+           AND NOT EXISTS (SELECT 1 FROM idempotency_keys WHERE app_id = ?1 AND idem_key = ?6)
+           AND NOT EXISTS (SELECT 1 FROM webhooks WHERE app_id = ?1 AND url = ?2)
+           AND (SELECT COUNT(*) FROM webhooks WHERE app_id = ?1) < ?5`,
+      )
+      .bind(actor.appId, hook.url, hook.enabled ? 1 : 0, hook.writeId, hook.cap, key?.key ?? null),
+    // changes() is the insert's count: 0 when it made nothing, and then last_insert_rowid() is stale.
+    db
+      .prepare(
+        `INSERT INTO webhook_audit (${AUDIT_COLUMNS}, write_id)
+         SELECT webhook_id, app_id, 'create', ${ROW_JSON}, ?1, ?2, ?3, ?4
+         FROM webhooks
+         WHERE webhook_id = last_insert_rowid() AND changes() = 1`,
+      )
+      .bind(actor.appId, actor.jti, actor.requestId, hook.writeId),
+  ];
+  if (key !== undefined) {
+    // A key past its 24 hours is forgotten first, so it can be used again.
+    statements.unshift(
+      db
+        .prepare(`DELETE FROM idempotency_keys WHERE app_id = ?1 AND idem_key = ?2 AND ${KEY_EXPIRED}`)
+        .bind(actor.appId, key.key),
+    );
+    // changes() is the create record's count.
+    statements.push(
+      db
+        .prepare(
+          `INSERT INTO idempotency_keys (app_id, idem_key, request_hash, webhook_id, reply)
+           SELECT ?1, ?2, ?3, webhook_id, ${CREATED_JSON}
+           FROM webhook_audit
+           WHERE write_id = ?4 AND changes() = 1`,
+        )
+        .bind(actor.appId, key.key, key.hash, hook.writeId),
+    );
+  }
+  statements.push(
+    db
+      .prepare(
+        `SELECT
+           CAST(a.webhook_id AS TEXT) AS created_id,
+           ${CREATED_JSON} AS created,
+           CAST(k.webhook_id AS TEXT) AS key_webhook_id, k.request_hash AS key_hash, k.reply AS key_reply,
+           EXISTS (SELECT 1 FROM webhooks WHERE app_id = ?1 AND url = ?2) AS duplicate,
+           (SELECT COUNT(*) FROM webhooks WHERE app_id = ?1) AS webhooks
+         FROM (SELECT 1)
+         LEFT JOIN webhook_audit AS a ON a.write_id = ?3
+         LEFT JOIN idempotency_keys AS k ON k.app_id = ?1 AND k.idem_key = ?4`,
+      )
+      .bind(actor.appId, hook.url, hook.writeId, key?.key ?? null),
+  );
+  const results = await db.batch<CreateFacts>(statements);
+  const facts = results[results.length - 1]?.results[0];
+  if (facts === undefined) throw new Error('create: no outcome row');
+  if (facts.created_id !== null && facts.created !== null) {
+    return { outcome: 'created', id: facts.created_id, json: facts.created };
+  }
+  if (facts.key_hash !== null && facts.key_webhook_id !== null && facts.key_reply !== null) {
+    return facts.key_hash === key?.hash
+      ? { outcome: 'replayed', id: facts.key_webhook_id, json: facts.key_reply }
+      : { outcome: 'key-reused' };
+  }
+  if (facts.duplicate === 1) return { outcome: 'duplicate' };
+  if (facts.webhooks >= hook.cap) return { outcome: 'full' };
+  throw new Error('create: nothing was inserted, and no rule says why');
+}
+
+/** Forgets Idempotency-Keys older than IDEMPOTENCY_KEY_HOURS, at most `limit`; returns how many. */
+export async function purgeIdempotencyKeys(db: Db, limit: number): Promise<number> {
+  const result = await db
+    .prepare(
+      `DELETE FROM idempotency_keys
+       WHERE (app_id, idem_key) IN (SELECT app_id, idem_key FROM idempotency_keys WHERE ${KEY_EXPIRED} LIMIT ?1)`,
+    )
+    .bind(limit)
+    .run();
+  return result.meta.changes;
+}
+
+// ---- GET ------------------------------------------------------------------------------------------
+
+/** One webhook of the application, or null when it has no such webhook. */
+export async function getWebhook(db: Db, webhookId: string, appId: string): Promise<WebhookJson | null> {
+  const row = await db
+    .prepare(`SELECT ${webhookJson()} AS json FROM webhooks WHERE ${OWNED}`)
+    .bind(webhookId, appId)
+    .first<{ json: string }>();
+  return row === null ? null : { id: webhookId, json: row.json };
+}
+
+export interface PageQuery {
+  /** Only webhooks with a greater id (the cursor's); undefined for the first page. */
+  after?: string;
+  /** Only enabled (true) or disabled (false) webhooks; undefined for all. */
+  enabled?: boolean;
+  limit: number;
+}
+
+/**
+ * A keyset page of the application's webhooks, oldest (smallest id) first: `limit` of them, and
+ * whether more follow. Keyset, not offset: webhooks created or deleted between pages never make a
+ * page repeat or skip one.
+ */
+export async function listWebhooks(
+  db: Db,
+  appId: string,
+  { after, enabled, limit }: PageQuery,
+): Promise<{ webhooks: WebhookJson[]; more: boolean }> {
+  const { results } = await db
+    .prepare(
+      `SELECT CAST(webhook_id AS TEXT) AS id, ${webhookJson()} AS json
+       FROM webhooks
+       WHERE app_id = ?1 AND webhook_id > CAST(?2 AS INTEGER) AND (?3 IS NULL OR is_enabled = ?3)
+       ORDER BY webhook_id
+       LIMIT ?4`,
+    )
+    .bind(appId, after ?? '0', enabled === undefined ? null : enabled ? 1 : 0, limit + 1)
+    .all<WebhookJson>();
+  const more = results.length > limit;
+  return { webhooks: more ? results.slice(0, limit) : results, more };
+}

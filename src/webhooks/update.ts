@@ -1,0 +1,41 @@
+import type { Context } from 'hono';
+import { jsonObject, NumberText, readJsonBody } from '../http/body';
+import { badInput, notFound, success } from '../http/envelope';
+import type { AppEnv } from '../types';
+import { actorOf } from './actor';
+import { withD1 } from './d1';
+import { ID_RANGE, parseWebhookId } from './params';
+import { setWebhookEnabled, webhookExists } from './store';
+
+/** PUT's input. `isEnabled` undefined: the body did not say, nothing is to change. */
+export interface WebhookUpdate {
+  webhookId: string;
+  isEnabled?: boolean;
+}
+
+/** Validates a parsed PUT body (CONTRACT §5, §6). Unknown fields are ignored. */
+export function webhookUpdate(body: unknown): WebhookUpdate {
+  const { webhook_id: raw, is_enabled: isEnabled } = jsonObject(body);
+  if (raw === undefined) throw badInput('webhook_id is required');
+  // A JSON integer arrives as NumberText (see readJsonBody); a decimal string as itself.
+  const text = typeof raw === 'string' ? raw : raw instanceof NumberText ? raw.text : null;
+  const webhookId = text === null ? null : parseWebhookId(text);
+  if (webhookId === null) throw badInput(ID_RANGE);
+  if (isEnabled !== undefined && typeof isEnabled !== 'boolean') {
+    throw badInput('is_enabled must be true or false');
+  }
+  return { webhookId, isEnabled };
+}
+
+/** PUT: set the active state; without `is_enabled`, only confirm the webhook is the caller's. */
+export async function updateWebhook(c: Context<AppEnv>): Promise<Response> {
+  const { webhookId, isEnabled } = webhookUpdate((await readJsonBody(c.req.raw)).value);
+  c.set('webhookId', webhookId);
+  const found = await withD1(c, 'first-primary', (db) =>
+    isEnabled === undefined
+      ? webhookExists(db, webhookId, c.get('appId'))
+      : setWebhookEnabled(db, webhookId, isEnabled, actorOf(c)),
+  );
+  if (!found) throw notFound();
+  return success(c);
+}

@@ -1,0 +1,64 @@
+import ipaddr from 'ipaddr.js';
+import { badInput } from '../http/envelope';
+
+/** Longest webhook URL, as sent and as normalised (CONTRACT §9). */
+export const MAX_URL_LENGTH = 2048;
+
+// Names that never leave the local network: localhost (RFC 6761), mDNS (.local), the
+// private-use .internal, and home networks (RFC 8375).
+const LOCAL_NAMES = ['localhost', 'local', 'internal', 'home.arpa'];
+
+const refused = (why: string) => badInput(`url ${why}`);
+
+/**
+ * Whether an IP literal is a public unicast address. The WHATWG parser has already turned every
+ * numeric spelling (`2130706433`, `0x7f.1`, `127.1`, `[::ffff:127.0.0.1]`) into its canonical
+ * form, so the parsed host is what is classified. ipaddr.js knows every special-purpose range
+ * (loopback, private, link-local, CGNAT, unspecified, multicast, broadcast, reserved, benchmarking,
+ * unique-local, IPv4-mapped and -translated, 6to4, Teredo, ...): anything in one is refused.
+ * IPv6 must also lie in 2000::/3, the only space allocated for global unicast.
+ */
+function isPublicAddress(host: string): boolean {
+  const address = ipaddr.parse(host);
+  if (address.range() !== 'unicast') return false;
+  return address.kind() === 'ipv4' || ((address as ipaddr.IPv6).parts[0] as number) >> 13 === 1;
+}
+
+/** Whether a (lower-case, punycoded) host name can be a public DNS name. */
+function isPublicName(host: string): boolean {
+  const name = host.endsWith('.') ? host.slice(0, -1) : host;
+  if (name.length === 0 || name.length > 253) return false;
+  const labels = name.split('.');
+  if (labels.length < 2 || labels.some((l) => l.length === 0 || l.length > 63)) return false;
+  return !LOCAL_NAMES.some((local) => name === local || name.endsWith(`.${local}`));
+}
+
+/**
+ * A webhook URL, checked and normalised (CONTRACT §9): an absolute https URL of at most
+ * MAX_URL_LENGTH characters, without credentials or fragment, whose host is a public DNS name or
+ * a public IP address. Returns the WHATWG form (`new URL(text).href`), in which URLs are stored and
+ * compared; anything else is a 400.
+ */
+export function webhookUrl(text: string): string {
+  if (text.length > MAX_URL_LENGTH) throw refused(`longer than ${MAX_URL_LENGTH} characters`);
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    throw refused('is not an absolute URL');
+  }
+  if (url.protocol !== 'https:') throw refused('must use https');
+  if (url.username !== '' || url.password !== '') throw refused('must not contain credentials');
+  const href = url.href;
+  // `#` can stand unescaped in a normalised URL only as the start of its fragment (even an empty one).
+  if (href.includes('#')) throw refused('must not contain a fragment');
+  if (href.length > MAX_URL_LENGTH) throw refused(`longer than ${MAX_URL_LENGTH} characters`);
+  const host = url.hostname;
+  const literal = host.startsWith('[') ? host.slice(1, -1) : host;
+  if (ipaddr.isValid(literal) && (host.startsWith('[') || ipaddr.IPv4.isValidFourPartDecimal(literal))) {
+    if (!isPublicAddress(literal)) throw refused('host is not a public address');
+  } else if (!isPublicName(host)) {
+    throw refused('host is not a public DNS name');
+  }
+  return href;
+}
