@@ -1,5 +1,6 @@
-// npm run deploy [-- staging|production]: applies schema.sql (safe to repeat) to that environment's
-// remote D1, then deploys the Worker to it. Default: production.
+// npm run deploy [-- staging|production]: applies the pending migrations to that environment's
+// remote D1, then deploys the Worker to it. Default: production. Migrations go first and only
+// expand the schema, so the release still live keeps working while they apply.
 import { spawnSync } from 'node:child_process';
 
 const ENVIRONMENTS = ['staging', 'production'];
@@ -18,5 +19,5 @@ const wrangler = (...args) => {
   if (run.status !== 0) process.exit(run.status ?? 1);
 };
 
-wrangler('d1', 'execute', 'DB', '--remote', '--file', 'schema.sql');
+wrangler('d1', 'migrations', 'apply', 'DB', '--remote');
 wrangler('deploy');

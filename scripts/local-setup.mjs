@@ -1,5 +1,6 @@
 // Prepares a local run, safe to repeat: .dev.vars with a random secret (only if missing), the
-// schema applied to the local D1, and demo webhooks seeded into a database that never had any.
+// migrations applied to the local D1 (a database made by an older release is upgraded in place),
+// and demo webhooks seeded into a database that never had any.
 import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
@@ -26,7 +27,7 @@ const wrangler = (...args) => {
   }
 };
 
-wrangler('d1', 'execute', 'DB', '--local', '--file', 'schema.sql');
+wrangler('d1', 'migrations', 'apply', 'DB', '--local');
 wrangler('d1', 'execute', 'DB', '--local', '--file', 'scripts/seed.sql');
-console.log('Local D1 ready: schema applied, demo webhooks seeded (demo-app-1, demo-app-2).');
+console.log('Local D1 ready: migrations applied, demo webhooks seeded (demo-app-1, demo-app-2).');
 console.log('Get a token with: npm run token -- demo-app-1');

@@ -54,6 +54,23 @@ export function put(body: unknown, headers: Record<string, string>): Promise<Res
   });
 }
 
+/** POST with a body (strings as they are, anything else as JSON). */
+export function post(body: unknown, headers: Record<string, string>): Promise<Response> {
+  return SELF.fetch(postRequest(body, headers));
+}
+
+export const postRequest = (body: unknown, headers: Record<string, string>) =>
+  new Request(URL_, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: typeof body === 'string' ? body : JSON.stringify(body),
+  });
+
+/** GET with a raw query string (or none). */
+export function get(query: string | null, headers: Record<string, string>): Promise<Response> {
+  return SELF.fetch(query === null ? URL_ : `${URL_}?${query}`, { headers });
+}
+
 /** Calls the Worker's entry point directly, with the bindings given. */
 export async function fetchWorker(request: Request, bindings: object): Promise<Response> {
   return worker.fetch(
@@ -76,24 +93,48 @@ export async function expectEnvelope(res: Response, status: number, code: number
   expect(res.headers.get('x-request-id')).toMatch(/^\S{1,128}$/);
 }
 
+/**
+ * Asserts a successful reply with data: the status, `{return: 0, message: "success", value}` and
+ * the common headers. Returns the body's text (to check exact digits) and the parsed value.
+ */
+export async function expectValue<T = Record<string, unknown>>(
+  res: Response,
+  status = 200,
+): Promise<{ text: string; value: T }> {
+  const text = await res.text();
+  const body = JSON.parse(text) as { return: number; message: string; value: T };
+  expect({ status: res.status, return: body.return, message: body.message }).toEqual({
+    status,
+    return: 0,
+    message: 'success',
+  });
+  expect(Object.keys(body).sort()).toEqual(['message', 'return', 'value']);
+  expect(res.headers.get('content-type')).toBe('application/json');
+  expect(res.headers.get('cache-control')).toBe('no-store');
+  expect(res.headers.get('x-d1-bookmark')).toMatch(/^[0-9a-f]+(-[0-9a-f]+)+$/);
+  return { text, value: body.value };
+}
+
 export const expectSuccess = (res: Response) => expectEnvelope(res, 200, 0, 'success');
 export const expectInvalidToken = (res: Response) => expectEnvelope(res, 401, 20004, 'Invalid jwt token');
 export const expectUpdateFail = (res: Response, status: number) => expectEnvelope(res, status, 64062, 'update fail');
 export const expectDeleteFail = (res: Response, status: number) => expectEnvelope(res, status, 64063, 'delete fail');
+export const expectCreateFail = (res: Response, status: number) => expectEnvelope(res, status, 64061, 'create fail');
+export const expectQueryFail = (res: Response, status: number) => expectEnvelope(res, status, 64060, 'query fail');
 
 // ---- database ---------------------------------------------------------------------------------
 
-/** Inserts a webhook and returns its id as decimal text. */
+/** Inserts a webhook by hand (no audit record) and returns its id as decimal text. */
 export async function insertWebhook(
   appId: string,
-  { enabled = true, id }: { enabled?: boolean; id?: string } = {},
+  { enabled = true, id, url }: { enabled?: boolean; id?: string; url?: string } = {},
 ): Promise<string> {
   const row = await env.DB.prepare(
     `INSERT INTO webhooks (webhook_id, app_id, url, is_enabled)
      VALUES (CAST(?1 AS INTEGER), ?2, ?3, ?4)
      RETURNING CAST(webhook_id AS TEXT) AS id`,
   )
-    .bind(id ?? null, appId, `https://${appId}.example/hook`, enabled ? 1 : 0)
+    .bind(id ?? null, appId, url ?? `https://${appId}.example/hook`, enabled ? 1 : 0)
     .first<{ id: string }>();
   return row!.id;
 }
@@ -138,13 +179,25 @@ export async function auditRows(id: string): Promise<AuditRow[]> {
   return results;
 }
 
-/** Every row of both tables, to show that a request changed nothing. */
+/** Every row of every table, to show that a request changed nothing. */
 export async function snapshot(): Promise<unknown> {
-  const [webhooks, audit] = await env.DB.batch([
+  const [webhooks, audit, keys] = await env.DB.batch([
     env.DB.prepare('SELECT *, CAST(webhook_id AS TEXT) AS id FROM webhooks ORDER BY webhook_id'),
     env.DB.prepare('SELECT *, CAST(webhook_id AS TEXT) AS id FROM webhook_audit ORDER BY audit_id'),
+    env.DB.prepare('SELECT * FROM idempotency_keys ORDER BY app_id, idem_key'),
   ]);
-  return { webhooks: webhooks!.results, audit: audit!.results };
+  return { webhooks: webhooks!.results, audit: audit!.results, keys: keys!.results };
+}
+
+/** The application's webhooks, oldest first, as the tables hold them. */
+export async function webhooksOf(appId: string): Promise<WebhookRow[]> {
+  const { results } = await env.DB.prepare(
+    `SELECT CAST(webhook_id AS TEXT) AS webhook_id, app_id, url, is_enabled, created_at, updated_at
+     FROM webhooks WHERE app_id = ?1 ORDER BY webhook_id`,
+  )
+    .bind(appId)
+    .all<WebhookRow>();
+  return results;
 }
 
 /**

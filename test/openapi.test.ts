@@ -30,7 +30,10 @@ function resolve(node: unknown): unknown {
 const validate = (schema: unknown, value: unknown) => new Validator(schema as object, '2020-12', false).validate(value);
 
 /** Asserts that `res` is a documented reply of `operation` (or of the path-level 404/405). */
-async function expectDocumented(res: Response, operation: 'put' | 'delete' | 'unknown-path' | 'other-method') {
+async function expectDocumented(
+  res: Response,
+  operation: 'get' | 'post' | 'put' | 'delete' | 'unknown-path' | 'other-method',
+) {
   const body = await res.json();
   let response: Node;
   if (operation === 'unknown-path' || operation === 'other-method') {
@@ -129,6 +132,61 @@ describe('docs/openapi.json', () => {
       ],
       ['200', () => fetchWith({}, deleteRequest(`webhook_id=${id}`, bearer(token)))],
     ];
+    const tokenB = await tokenFor('app-b');
+    const getRequest = (query: string, headers: Record<string, string>) => new Request(`${URL_}?${query}`, { headers });
+    const get: [string, () => Promise<Response>][] = [
+      ['200', () => fetchWith({}, getRequest(`webhook_id=${foreign}`, bearer(tokenB)))],
+      ['200 list', () => fetchWith({}, getRequest('limit=1', bearer(token)))],
+      ['400', () => fetchWith({}, getRequest('limit=0', bearer(token)))],
+      ['400 bookmark', () => fetchWith({}, getRequest('', { ...bearer(token), 'x-d1-bookmark': 'first-primary' }))],
+      ['401', () => fetchWith({}, getRequest('', {}))],
+      ['404', () => fetchWith({}, getRequest(`webhook_id=${foreign}`, bearer(token)))],
+      ['429', () => fetchWith(limited, getRequest('', bearer(token)))],
+      ['500', () => fetchWith({ DB: failingDb('D1_ERROR: no such table') }, getRequest('', bearer(token)))],
+      [
+        '503',
+        () =>
+          fetchWith(
+            { DB: failingDb('D1_ERROR: D1 DB is overloaded. Too many requests queued.') },
+            getRequest('', bearer(token)),
+          ),
+      ],
+    ];
+    const postRequest = (headers: Record<string, string>, body: string, type = 'application/json') =>
+      new Request(URL_, { method: 'POST', headers: { 'content-type': type, ...headers }, body });
+    const hook = (path: string) => JSON.stringify({ url: `https://hooks.example.com/${path}` });
+    const keyed = { ...bearer(token), 'idempotency-key': 'openapi' };
+    const post: [string, () => Promise<Response>][] = [
+      ['201', () => fetchWith({}, postRequest(keyed, hook('doc')))],
+      ['201 replayed', () => fetchWith({}, postRequest(keyed, hook('doc')))],
+      ['400', () => fetchWith({}, postRequest(bearer(token), JSON.stringify({ url: 'https://localhost/' })))],
+      ['401', () => fetchWith({}, postRequest({}, hook('x')))],
+      ['409', () => fetchWith({}, postRequest(bearer(token), hook('doc')))],
+      ['413', () => fetchWith({}, postRequest(bearer(token), `{"pad":"${'x'.repeat(MAX_BODY_BYTES)}"}`))],
+      ['415', () => fetchWith({}, postRequest(bearer(token), hook('x'), 'text/plain'))],
+      ['422', () => fetchWith({}, postRequest(keyed, hook('other')))],
+      ['429', () => fetchWith(limited, postRequest(bearer(token), hook('x')))],
+      ['500', () => fetchWith({ DB: failingDb('D1_ERROR: no such table') }, postRequest(bearer(token), hook('y')))],
+      [
+        '503',
+        () =>
+          fetchWith(
+            { DB: failingDb('D1_ERROR: D1 DB is overloaded. Too many requests queued.') },
+            postRequest(bearer(token), hook('z')),
+          ),
+      ],
+    ];
+    for (const [expected, send] of get) {
+      const res = await send();
+      expect(String(res.status), `GET ${expected}`).toBe(expected.slice(0, 3));
+      await expectDocumented(res, 'get');
+    }
+    for (const [expected, send] of post) {
+      const res = await send();
+      expect(String(res.status), `POST ${expected}`).toBe(expected.slice(0, 3));
+      if (expected === '201 replayed') expect(res.headers.get('idempotent-replayed')).toBe('true');
+      await expectDocumented(res, 'post');
+    }
     for (const [expected, send] of put) {
       const res = await send();
       expect(String(res.status), `PUT ${expected}`).toBe(expected.slice(0, 3));
@@ -140,7 +198,7 @@ describe('docs/openapi.json', () => {
       await expectDocumented(res, 'delete');
     }
     await expectDocumented(await SELF.fetch(`${ORIGIN}/openapi.json`), 'unknown-path');
-    await expectDocumented(await SELF.fetch(URL_, { method: 'GET' }), 'other-method');
+    await expectDocumented(await SELF.fetch(URL_, { method: 'PATCH' }), 'other-method');
   });
 
   it('its request body schema accepts and refuses what the Worker does', async () => {
@@ -168,6 +226,31 @@ describe('docs/openapi.json', () => {
       await res.text();
       const accepted = res.status !== 400;
       expect(validate(schema, JSON.parse(body)).valid, body).toBe(accepted);
+    }
+  });
+
+  it('its registration schema accepts and refuses the body shapes the Worker does', async () => {
+    const token = await tokenFor('app-schema');
+    const schema = resolve({ $ref: '#/components/schemas/WebhookRegistration' });
+    const bodies = [
+      '{"url": "https://hooks.example.com/s1"}',
+      '{"url": "https://hooks.example.com/s2", "is_enabled": false}',
+      '{"url": "https://hooks.example.com/s3", "extra": [1]}',
+      '{"url": 5}',
+      '{"url": null}',
+      '{"url": "https://hooks.example.com/s4", "is_enabled": "true"}',
+      '{"url": "https://hooks.example.com/s5", "is_enabled": 1}',
+      `{"url": "https://hooks.example.com/${'a'.repeat(2048)}"}`,
+      '{"is_enabled": true}',
+      '["https://hooks.example.com/"]',
+    ];
+    for (const body of bodies) {
+      const res = await fetchWith(
+        {},
+        new Request(URL_, { method: 'POST', headers: { ...bearer(token), 'content-type': 'application/json' }, body }),
+      );
+      await res.text();
+      expect(validate(schema, JSON.parse(body)).valid, body).toBe(res.status !== 400);
     }
   });
 

@@ -1,12 +1,113 @@
-import { env } from 'cloudflare:test';
+import { applyD1Migrations, env } from 'cloudflare:test';
 import { describe, expect, it } from 'vitest';
-import { bearer, del, expectSuccess, insertWebhook, tokenFor, webhookRow } from './helpers';
+import {
+  bearer,
+  del,
+  expectSuccess,
+  expectValue,
+  fetchWith,
+  insertWebhook,
+  postRequest,
+  tokenFor,
+  webhookRow,
+} from './helpers';
 
-describe('schema.sql', () => {
-  it('applies again over an existing database without error or data loss', async () => {
+/**
+ * A database's schema, comparable across the ways it was made: every table, index and trigger
+ * with its SQL, whitespace and quoting folded and `IF NOT EXISTS` dropped (SQLite keeps a renamed
+ * table's SQL with its new name quoted, and a statement's text as written).
+ */
+async function schemaOf(db: D1Database): Promise<Record<string, string>> {
+  const { results } = await db
+    .prepare(
+      `SELECT type, name, sql FROM sqlite_master
+       WHERE sql IS NOT NULL AND name NOT LIKE 'sqlite_%' AND name NOT LIKE '_cf_%' AND name <> 'd1_migrations'
+       ORDER BY type, name`,
+    )
+    .all<{ type: string; name: string; sql: string }>();
+  const fold = (sql: string) =>
+    sql
+      .replace(/--[^\n]*/g, '')
+      .replace(/\s+/g, ' ')
+      .replace(/ IF NOT EXISTS/gi, '')
+      .replace(/"(\w+)"/g, '$1')
+      .replace(/\( /g, '(')
+      .replace(/ \)/g, ')')
+      .trim();
+  return Object.fromEntries(results.map((r) => [`${r.type} ${r.name}`, fold(r.sql)]));
+}
+
+/** The first release's schema: the first migration, which is schema.sql as it was then. */
+const firstRelease = () => env.TEST_MIGRATIONS[0]!.queries;
+
+describe('schema.sql and migrations/', () => {
+  it('give the same schema: schema.sql is the complete current schema', async () => {
+    await env.SCHEMA_DB.batch(env.TEST_SCHEMA.map((sql) => env.SCHEMA_DB.prepare(sql)));
+    const fromSchema = await schemaOf(env.SCHEMA_DB);
+    expect(Object.keys(fromSchema)).toEqual(
+      expect.arrayContaining(['table webhooks', 'table webhook_audit', 'table idempotency_keys']),
+    );
+    expect(await schemaOf(env.DB)).toEqual(fromSchema);
+  });
+
+  it('schema.sql applies again over an existing database without error or data loss', async () => {
     const id = await insertWebhook('app-a');
     await env.DB.batch(env.TEST_SCHEMA.map((sql) => env.DB.prepare(sql)));
     expect(await webhookRow(id)).not.toBeNull();
+  });
+
+  it('upgrade a live database of the first release in place, every row kept, and a second apply is harmless', async () => {
+    const db = env.UPGRADE_DB;
+    await db.batch(firstRelease().map((sql) => db.prepare(sql)));
+    // Rows the first release could hold, legacy ones included: one URL twice, an unnormalised URL,
+    // an id above 2^53, and audit records of every kind it wrote.
+    await db.batch([
+      db.prepare(
+        `INSERT INTO webhooks (webhook_id, app_id, url, is_enabled) VALUES
+           (1, 'app-a', 'https://dup.example/hook', 1),
+           (2, 'app-a', 'https://dup.example/hook', 0),
+           (3, 'app-b', 'HTTPS://Upper.Example/x', 1),
+           (9007199254740993, 'app-b', 'https://big.example/', 1)`,
+      ),
+      db.prepare(
+        `INSERT INTO webhook_audit (webhook_id, app_id, action, row_before, actor, actor_jti, request_id) VALUES
+           (2, 'app-a', 'disable', '{"webhook_id":2}', 'app-a', 'j', 'r1'),
+           (7, 'app-a', 'delete', '{"webhook_id":7}', 'app-a', NULL, 'r2'),
+           (1, 'app-a', 'enable', '{"webhook_id":1}', 'app-a', NULL, 'r3')`,
+      ),
+    ]);
+    const dump = async () => {
+      const [hooks, audit] = await db.batch([
+        db.prepare('SELECT *, CAST(webhook_id AS TEXT) AS id FROM webhooks ORDER BY webhook_id'),
+        db.prepare(
+          `SELECT audit_id, CAST(webhook_id AS TEXT) AS id, app_id, action, row_before, actor, actor_jti,
+                  request_id, created_at
+           FROM webhook_audit ORDER BY audit_id`,
+        ),
+      ]);
+      return { hooks: hooks!.results, audit: audit!.results };
+    };
+    const before = await dump();
+
+    await applyD1Migrations(db, env.TEST_MIGRATIONS);
+    expect(await dump()).toEqual(before);
+    expect(await schemaOf(db)).toEqual(await schemaOf(env.DB));
+    await applyD1Migrations(db, env.TEST_MIGRATIONS);
+    expect(await dump()).toEqual(before);
+
+    // The upgraded database serves the new release: the new rules hold for new registrations,
+    // and ids go on from the old sequence.
+    const token = await tokenFor('app-a');
+    const dup = await fetchWith({ DB: db }, postRequest({ url: 'https://dup.example/hook' }, bearer(token)));
+    expect(dup.status).toBe(409);
+    const { value } = await expectValue<{ webhook_id: number }>(
+      await fetchWith({ DB: db }, postRequest({ url: 'https://new.example/hook' }, bearer(token))),
+      201,
+    );
+    expect(BigInt(value.webhook_id)).toBeGreaterThan(9007199254740993n);
+    const audit = await db.prepare(`SELECT audit_id, action FROM webhook_audit ORDER BY audit_id`).all();
+    expect(audit.results.map((r) => r.action)).toEqual(['disable', 'delete', 'enable', 'create']);
+    expect(audit.results[3]?.audit_id).toBe(4);
   });
 
   it('never hands out a deleted id again', async () => {
@@ -24,6 +125,11 @@ describe('schema.sql', () => {
     await expect(
       insert(
         `INSERT INTO webhook_audit (webhook_id, app_id, action, row_before, actor, request_id) VALUES (1, 'a', 'rename', '{}', 'a', 'r')`,
+      ),
+    ).rejects.toThrow();
+    await expect(
+      insert(
+        `INSERT INTO idempotency_keys (app_id, idem_key, request_hash, webhook_id, reply) VALUES ('a', 'k', 'h', 1, 'not json')`,
       ),
     ).rejects.toThrow();
   });
