@@ -3,10 +3,11 @@ import { RegExpRouter } from 'hono/router/reg-exp-router';
 import { accessLog } from './http/access-log';
 import { discardBody } from './http/body';
 import { bookmarkHeader, Code, envelope, failureReply, requestId, requestIdOf } from './http/envelope';
-import { log } from './http/log';
 import type { AppEnv } from './types';
+import { purgeExpiredKeys } from './webhooks/purge';
 import { mountWebhooks } from './webhooks/routes';
-import { purgeIdempotencyKeys } from './webhooks/store';
+
+// The main module exports the handlers only: workerd refuses any other named export.
 
 // RegExpRouter: strict paths (`/v1.0/app/nft/webhook/` is another, unknown path), which Hono's
 // smaller Linear and Pattern routers do not give.
@@ -16,10 +17,6 @@ app.use(accessLog);
 mountWebhooks(app);
 app.notFound((c) => envelope(404, Code.notFound, requestId(c)));
 app.onError((err, c) => failureReply(err, c.req.method, requestId(c), bookmarkHeader(c)));
-
-/** Expired Idempotency-Keys deleted per statement, and statements per Cron run at most. */
-export const PURGE_BATCH = 1000;
-const PURGE_MAX_BATCHES = 100;
 
 export default {
   async fetch(request, env, ctx) {
@@ -34,14 +31,6 @@ export default {
     return response;
   },
 
-  /** The Cron Trigger: forgets Idempotency-Keys past their 24 hours, in bounded statements. */
-  async scheduled(controller, env) {
-    let purged = 0;
-    for (let i = 0; i < PURGE_MAX_BATCHES; i++) {
-      const n = await purgeIdempotencyKeys(env.DB, PURGE_BATCH);
-      purged += n;
-      if (n < PURGE_BATCH) break;
-    }
-    log('info', { msg: 'idempotency keys purged', cron: controller.cron, purged });
-  },
+  // The Cron Trigger (wrangler.toml [triggers]).
+  scheduled: purgeExpiredKeys,
 } satisfies ExportedHandler<CloudflareBindings>;
