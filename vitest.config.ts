@@ -17,7 +17,7 @@ const ratelimits = Object.fromEntries(
 );
 const unlimited = { simple: { limit: 1_000_000_000, period: 60 as const } };
 
-export default defineConfig({
+const workers = {
   plugins: [
     cloudflareTest({
       wrangler: { configPath: './wrangler.toml' },
@@ -54,8 +54,30 @@ export default defineConfig({
     }),
   ],
   test: {
+    name: 'workers',
+    include: ['test/*.test.ts'],
     setupFiles: ['./test/setup.ts'],
+  },
+};
+
+export default defineConfig({
+  test: {
     // The Worker's JSON log lines are asserted where they matter (spies); elsewhere they are noise.
     onConsoleLog: (line) => !line.startsWith('{"level":'),
+    projects: [
+      // In workerd, through the pool: the Worker's own module, bindings and D1 (most tests).
+      workers,
+      // In Node, over real sockets against `wrangler dev`: what only real HTTP can show.
+      {
+        test: {
+          name: 'http',
+          include: ['test/http/*.test.ts'],
+          environment: 'node',
+          globalSetup: ['./test/http/wrangler-dev.ts'],
+          testTimeout: 60_000,
+          hookTimeout: 120_000,
+        },
+      },
+    ],
   },
 });

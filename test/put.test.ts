@@ -175,6 +175,7 @@ describe('PUT /v1.0/app/nft/webhook', () => {
     ['webhook_id string with a fraction', '{"webhook_id": "__ID__.0", "is_enabled": false}'],
     ['webhook_id hex string', '{"webhook_id": "0x1", "is_enabled": false}'],
     ['is_enabled as a string', '{"webhook_id": __ID__, "is_enabled": "false"}'],
+    ['is_enabled as the string "true"', '{"webhook_id": __ID__, "is_enabled": "true"}'],
     ['is_enabled as a number', '{"webhook_id": __ID__, "is_enabled": 0}'],
     ['is_enabled null', '{"webhook_id": __ID__, "is_enabled": null}'],
     ['is_enabled as an object', '{"webhook_id": __ID__, "is_enabled": {}}'],
@@ -194,19 +195,31 @@ describe('PUT /v1.0/app/nft/webhook', () => {
     expect(await snapshot()).toEqual(before);
   });
 
-  it('answers 413 for a body over the limit, declared or chunked, and changes nothing', async () => {
+  it('answers 413 for a body over the limit, declared or streamed, and changes nothing', async () => {
     const id = await insertWebhook('app-a', { enabled: true });
     const token = await tokenFor('app-a');
     const big = JSON.stringify({ webhook_id: id, is_enabled: false, pad: 'x'.repeat(MAX_BODY_BYTES) });
     const before = await snapshot();
 
     await expectUpdateFail(await put(big, bearer(token)), 413);
-    const chunked = await SELF.fetch(URL_, {
+    // Streamed: no Content-Length, one byte over the limit, in small chunks.
+    const bytes = new TextEncoder().encode(big).slice(0, MAX_BODY_BYTES + 1);
+    let offset = 0;
+    const stream = new ReadableStream<Uint8Array>({
+      pull(controller) {
+        if (offset >= bytes.length) return controller.close();
+        controller.enqueue(bytes.slice(offset, offset + 1000));
+        offset += 1000;
+      },
+    });
+    const streamed = new Request(URL_, {
       method: 'PUT',
       headers: { ...bearer(token), 'content-type': 'application/json' },
-      body: new Blob([big]).stream(),
-    });
-    await expectUpdateFail(chunked, 413);
+      body: stream,
+      duplex: 'half',
+    } as RequestInit);
+    expect(streamed.headers.get('content-length')).toBeNull();
+    await expectUpdateFail(await fetchWith({}, streamed), 413);
 
     expect(await snapshot()).toEqual(before);
   });

@@ -83,6 +83,34 @@ describe('routing and the envelope', () => {
     expect(deleteWithBody.bodyUsed).toBe(true);
   });
 
+  it.each(['PUT', 'POST', 'DELETE'])(
+    'reads an unwanted %s body of 1 MiB to its end instead of cancelling it, keeping none of it',
+    async (method) => {
+      let sent = 0;
+      let cancelled = false;
+      const body = new ReadableStream<Uint8Array>({
+        pull(controller) {
+          if (sent >= 1024 * 1024) return controller.close();
+          controller.enqueue(new Uint8Array(16 * 1024));
+          sent += 16 * 1024;
+        },
+        cancel() {
+          cancelled = true;
+        },
+      });
+      const req = new Request(`${URL_}?webhook_id=987654321`, {
+        method,
+        headers: { ...bearer(await tokenFor('app-a')), 'content-type': 'application/json' },
+        body,
+        duplex: 'half',
+      } as RequestInit);
+      expect(req.headers.get('content-length')).toBeNull();
+      const res = await fetchWith({}, req);
+      expect(res.status).toBe(method === 'DELETE' ? 404 : 413);
+      expect({ sent, cancelled }).toEqual({ sent: 1024 * 1024, cancelled: false });
+    },
+  );
+
   it('turns a storage failure into a logged 500 with the op code, changing nothing', async () => {
     const id = await insertWebhook('app-a');
     const errors = vi.spyOn(console, 'error').mockImplementation(() => {});

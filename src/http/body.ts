@@ -61,8 +61,33 @@ export function jsonObject(value: unknown): Record<string, unknown> {
 const tooLarge = () => new ApiFailure(413, `body larger than ${MAX_BODY_BYTES} bytes`);
 
 /**
+ * Most bytes of an unwanted body that are read (and thrown away) before giving up on it: the
+ * smallest request body limit of Cloudflare's plans, so in production every body is read to its
+ * end. A body nobody reads must still be read: cancelling it breaks the client's keep-alive
+ * connection, and its next, valid request fails (wrangler dev answers it 503).
+ */
+export const MAX_DRAIN_BYTES = 100 * 1024 * 1024;
+
+/**
+ * Reads the rest of a body and keeps none of it, so the memory it takes stays one chunk whatever
+ * the client declares or streams. `seen` bytes were read before. Past MAX_DRAIN_BYTES the rest is
+ * cancelled.
+ */
+async function drain(reader: ReadableStreamDefaultReader<Uint8Array>, seen = 0): Promise<void> {
+  for (let size = seen; ; ) {
+    const { done, value } = await reader.read();
+    if (done) return;
+    size += value.byteLength;
+    if (size > MAX_DRAIN_BYTES) {
+      await reader.cancel();
+      return;
+    }
+  }
+}
+
+/**
  * Reads a body stream up to MAX_BODY_BYTES: its bytes, or null when it is longer (the rest is
- * cancelled).
+ * read and dropped, see drain).
  */
 async function readAtMost(body: ReadableStream<Uint8Array>): Promise<Uint8Array | null> {
   const reader = body.getReader();
@@ -73,7 +98,7 @@ async function readAtMost(body: ReadableStream<Uint8Array>): Promise<Uint8Array 
     if (done) break;
     size += value.byteLength;
     if (size > MAX_BODY_BYTES) {
-      await reader.cancel();
+      await drain(reader, size);
       return null;
     }
     chunks.push(value);
@@ -90,7 +115,8 @@ async function readAtMost(body: ReadableStream<Uint8Array>): Promise<Uint8Array 
 async function readLimited(req: Request): Promise<Uint8Array> {
   const declared = req.headers.get('content-length');
   if (declared !== null) {
-    // The runtime delimits the body by Content-Length, so it cannot be longer than declared.
+    // The runtime delimits the body by Content-Length, so it cannot be longer than declared. A
+    // body declared too long is not read here: the Worker drains it after the reply is made.
     if (!/^\d+$/.test(declared) || Number(declared) > MAX_BODY_BYTES) throw tooLarge();
     return new Uint8Array(await req.arrayBuffer());
   }
@@ -101,14 +127,14 @@ async function readLimited(req: Request): Promise<Uint8Array> {
 }
 
 /**
- * Reads what is left of a request body that no one read (a rejected PUT, a DELETE with a body),
- * up to MAX_BODY_BYTES, so that the client's keep-alive connection can carry its next request.
- * A longer body is cancelled: that connection closes, which is fine for a client sending too much.
+ * Reads what is left of a request body that no one read (a rejected request, a body too large,
+ * a DELETE or GET with a body) and drops it, so that the client's keep-alive connection can carry
+ * its next request.
  */
 export async function discardBody(req: Request): Promise<void> {
   if (req.body === null || req.bodyUsed) return;
   try {
-    await readAtMost(req.body);
+    await drain(req.body.getReader());
   } catch {
     // The client went away: nothing to keep alive.
   }
