@@ -1,5 +1,4 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { D1_MAX_ATTEMPTS, STORAGE_RETRY_AFTER } from '../src/webhooks/d1';
 import {
   auditRows,
   bearer,
@@ -105,10 +104,12 @@ describe('D1 failures', () => {
 
       const res = await request(op, id, db);
 
-      expect(res.headers.get('retry-after')).toBe(String(STORAGE_RETRY_AFTER));
+      expect(res.headers.get('retry-after')).toBe('2');
+      expect(res.headers.get('x-error-detail')).toBeNull();
+      expect(res.headers.get('x-error-detail')).toBeNull();
       if (op === 'DELETE') await expectDeleteFail(res, 503);
       else await expectUpdateFail(res, 503);
-      expect(calls()).toBe(D1_MAX_ATTEMPTS);
+      expect(calls()).toBe(4);
       expect(await snapshot()).toEqual(before);
       expect(errors.mock.calls.some((c) => String(c[0]).includes('Network connection lost'))).toBe(true);
     },
@@ -122,7 +123,8 @@ describe('D1 failures', () => {
 
     const res = await request('DELETE', id, db);
 
-    expect(res.headers.get('retry-after')).toBe(String(STORAGE_RETRY_AFTER));
+    expect(res.headers.get('retry-after')).toBe('2');
+    expect(res.headers.get('x-error-detail')).toBeNull();
     await expectDeleteFail(res, 503);
     expect(calls()).toBe(1);
     expect(await snapshot()).toEqual(before);
@@ -140,6 +142,7 @@ describe('D1 failures', () => {
 
       await expectUpdateFail(res, 500);
       expect(res.headers.get('retry-after')).toBeNull();
+      expect(res.headers.get('x-error-detail')).toBeNull();
       expect(calls()).toBe(1);
       expect(await snapshot()).toEqual(before);
     },

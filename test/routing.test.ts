@@ -134,6 +134,8 @@ describe('routing and the envelope', () => {
       }),
     );
 
+    expect(deleteRes.headers.get('x-error-detail')).toBeNull();
+    expect(putRes.headers.get('x-error-detail')).toBeNull();
     await expectDeleteFail(deleteRes, 500);
     await expectUpdateFail(putRes, 500);
     expect(await snapshot()).toEqual(before);

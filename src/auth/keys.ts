@@ -243,8 +243,18 @@ export const JWKS_MAX_AGE_MS = 10 * 60_000;
 export const JWKS_FETCH_BURST = 3;
 export const JWKS_FETCH_INTERVAL_MS = 5000;
 
-/** A fetch refused by the fetch budget: a token naming an unknown `kid` waits for the next one. */
-class FetchBudgetSpent extends Error {}
+/**
+ * A fetch refused by the fetch budget: nothing was asked of the provider, so a token naming a
+ * `kid` we have not seen cannot be judged yet (it may be a key the provider just rotated in).
+ */
+class FetchBudgetSpent extends Error {
+  constructor(waitMs: number) {
+    super(
+      `JWKS refetch budget spent (${JWKS_FETCH_BURST} per ${JWKS_FETCH_INTERVAL_MS} ms); next fetch in ${waitMs} ms`,
+    );
+    this.name = 'JwksFetchBudgetSpent';
+  }
+}
 
 /**
  * JWT_JWKS_URL: the provider's JWK Set, fetched when first needed, refreshed after
@@ -270,7 +280,7 @@ export function remoteKeys(url: URL, allowed: string[] | undefined): Verificatio
       budget = Math.min(JWKS_FETCH_BURST, budget + earned);
       refilledAt = now;
     }
-    if (budget === 0) throw new FetchBudgetSpent();
+    if (budget === 0) throw new FetchBudgetSpent(JWKS_FETCH_INTERVAL_MS - (now - refilledAt));
     budget--;
     let res: Response;
     try {
@@ -314,9 +324,11 @@ export function remoteKeys(url: URL, allowed: string[] | undefined): Verificatio
         try {
           return await lastGood(header);
         } catch (missing) {
-          // The provider answered last time: the kid is unknown to it (401). While it is down,
-          // the kid may be a new one we cannot see (503).
-          if (!down) throw missing;
+          // The provider answered the last fetch, and this one was made: the kid is unknown to
+          // it (401). While it is down, or when no fetch could be made (the budget is spent, maybe
+          // by a flood of made-up kids), the kid may be one just rotated in (503, retry): a
+          // token is never called invalid on the word of a provider that was not asked.
+          if (!down && !(err instanceof FetchBudgetSpent)) throw missing;
         }
       }
       throw new KeysUnavailable(err);
