@@ -41,14 +41,15 @@ CREATE TABLE IF NOT EXISTS webhook_audit (
 CREATE INDEX IF NOT EXISTS webhook_audit_by_webhook ON webhook_audit (webhook_id, action);
 CREATE UNIQUE INDEX IF NOT EXISTS webhook_audit_by_write ON webhook_audit (write_id) WHERE write_id IS NOT NULL;
 
--- Idempotency-Key: the first successful reply to a POST, per application and key, for 24 hours
+-- Idempotency-Key: what the first successful POST under a key made (the webhook's row as created,
+-- from which its reply is made again), per application and key, for 24 hours
 -- (purged by the Worker's Cron Trigger). Stored in the same batch as the webhook it created.
 CREATE TABLE IF NOT EXISTS idempotency_keys (
   app_id       TEXT    NOT NULL,
   idem_key     TEXT    NOT NULL,
   request_hash TEXT    NOT NULL,
   webhook_id   INTEGER NOT NULL,
-  reply        TEXT    NOT NULL CHECK (json_valid(reply)),
+  webhook_row  TEXT    NOT NULL CHECK (json_valid(webhook_row)),
   created_at   TEXT    NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
   PRIMARY KEY (app_id, idem_key)
 ) WITHOUT ROWID;

@@ -1,33 +1,125 @@
-// The floor reference: a bare fetch handler that runs exactly the D1 statements the service runs
-// for each operation (the same store functions), with no framework, no authentication and no
-// validation. The owner of a seeded webhook is derived from its id, as the harness seeds them.
-import { deleteWebhook, setWebhookEnabled, webhookExists } from '../src/webhooks/store';
+// The floor reference of `npm run bench`: a bare fetch handler that runs, for each operation, the
+// fewest D1 statements that keep the contract's data rules, written out here and never imported
+// from src/ (a floor built from our own store would hide what our statements waste). No
+// framework, authentication, validation, log line or retries. The owner of a seeded webhook is
+// derived from its id, as the harness seeds them; a POST's application is its `x-bench-app`.
+//
+//   PUT    conditional audit insert + update (its count tells found from missing)
+//   DELETE audit insert + delete
+//   GET    one SELECT of the webhook, or of a page of 21 (20 and "is there more")
+//   POST   insert that checks the URL and the cap itself + audit insert + the row back
 
 interface Env {
   DB: D1Database;
   BENCH_APPS: string;
 }
 
-const reply = (ok: boolean) =>
-  new Response(ok ? '{"return":0,"message":"success"}' : '{"return":64063,"message":"delete fail"}', {
-    status: ok ? 200 : 404,
-    headers: { 'content-type': 'application/json' },
-  });
+const json = (status: number, body: string, headers: Record<string, string> = {}) =>
+  new Response(body, { status, headers: { 'content-type': 'application/json', ...headers } });
+const ok = () => json(200, '{"return":0,"message":"success"}');
+const fail = (status: number, code: number, message: string) =>
+  json(status, `{"return":${code},"message":"${message}"}`);
+
+const ROW = `json_object('webhook_id', webhook_id, 'app_id', app_id, 'url', url, 'is_enabled', is_enabled,
+  'created_at', created_at, 'updated_at', updated_at)`;
+
+interface Row {
+  id: string;
+  url: string;
+  is_enabled: number;
+  created_at: string;
+  updated_at: string;
+}
+const webhook = (r: Row) =>
+  `{"webhook_id":${r.id},"url":${JSON.stringify(r.url)},"is_enabled":${r.is_enabled === 1},"created_at":"${r.created_at}","updated_at":"${r.updated_at}"}`;
 
 export default {
   async fetch(request: Request, env: Env): Promise<Response> {
-    const apps = Number(env.BENCH_APPS);
-    const actor = (id: string) => ({ appId: `app-${(Number(id) - 1) % apps}`, jti: null, requestId: 'floor' });
+    const url = new URL(request.url);
+    const ownerOf = (id: string) => `app-${(Number(id) - 1) % Number(env.BENCH_APPS)}`;
+
     if (request.method === 'DELETE') {
-      const id = new URL(request.url).searchParams.get('webhook_id') as string;
-      return reply(await deleteWebhook(env.DB, id, actor(id)));
+      const id = url.searchParams.get('webhook_id') as string;
+      const app = ownerOf(id);
+      const [, deleted] = await env.DB.batch([
+        env.DB.prepare(
+          `INSERT INTO webhook_audit (webhook_id, app_id, action, row_before, actor, actor_jti, request_id)
+           SELECT webhook_id, app_id, 'delete', ${ROW}, ?2, NULL, 'floor' FROM webhooks
+           WHERE webhook_id = ?1 AND app_id = ?2`,
+        ).bind(id, app),
+        env.DB.prepare('DELETE FROM webhooks WHERE webhook_id = ?1 AND app_id = ?2').bind(id, app),
+      ]);
+      return deleted?.meta.changes === 1 ? ok() : fail(404, 64063, 'delete fail');
     }
-    const body = (await request.json()) as { webhook_id: number | string; is_enabled?: boolean };
-    const id = String(body.webhook_id);
-    return reply(
-      body.is_enabled === undefined
-        ? await webhookExists(env.DB, id, actor(id).appId)
-        : await setWebhookEnabled(env.DB, id, body.is_enabled, actor(id)),
-    );
+
+    if (request.method === 'PUT') {
+      const body = (await request.json()) as { webhook_id: number | string; is_enabled: boolean };
+      const id = String(body.webhook_id);
+      const app = ownerOf(id);
+      const state = body.is_enabled ? 1 : 0;
+      const [, updated] = await env.DB.batch([
+        env.DB.prepare(
+          `INSERT INTO webhook_audit (webhook_id, app_id, action, row_before, actor, actor_jti, request_id)
+           SELECT webhook_id, app_id, ?3, ${ROW}, ?2, NULL, 'floor' FROM webhooks
+           WHERE webhook_id = ?1 AND app_id = ?2 AND is_enabled <> ?4`,
+        ).bind(id, app, state === 1 ? 'enable' : 'disable', state),
+        env.DB.prepare(
+          `UPDATE webhooks SET is_enabled = ?3,
+             updated_at = CASE WHEN is_enabled = ?3 THEN updated_at ELSE strftime('%Y-%m-%dT%H:%M:%fZ', 'now') END
+           WHERE webhook_id = ?1 AND app_id = ?2`,
+        ).bind(id, app, state),
+      ]);
+      return updated?.meta.changes === 1 ? ok() : fail(404, 64062, 'update fail');
+    }
+
+    if (request.method === 'GET') {
+      const id = url.searchParams.get('webhook_id');
+      const columns = 'CAST(webhook_id AS TEXT) AS id, url, is_enabled, created_at, updated_at';
+      if (id !== null) {
+        const row = await env.DB.prepare(`SELECT ${columns} FROM webhooks WHERE webhook_id = ?1 AND app_id = ?2`)
+          .bind(id, ownerOf(id))
+          .first<Row>();
+        return row === null
+          ? fail(404, 64060, 'query fail')
+          : json(200, `{"return":0,"message":"success","value":${webhook(row)}}`);
+      }
+      const app = request.headers.get('x-bench-app') as string;
+      const { results } = await env.DB.prepare(
+        `SELECT ${columns} FROM webhooks WHERE app_id = ?1 ORDER BY webhook_id LIMIT 21`,
+      )
+        .bind(app)
+        .all<Row>();
+      const page = results.slice(0, 20);
+      const next = results.length > 20 ? `"${btoa(`w1:${page[19]?.id}`)}"` : 'null';
+      return json(
+        200,
+        `{"return":0,"message":"success","value":{"webhooks":[${page.map(webhook).join(',')}],"next_cursor":${next}}}`,
+      );
+    }
+
+    // POST
+    const app = request.headers.get('x-bench-app') as string;
+    const body = (await request.json()) as { url: string; is_enabled?: boolean };
+    const [inserted, , created] = await env.DB.batch<Row>([
+      env.DB.prepare(
+        `INSERT INTO webhooks (app_id, url, is_enabled) SELECT ?1, ?2, ?3
+         WHERE NOT EXISTS (SELECT 1 FROM webhooks WHERE app_id = ?1 AND url = ?2)
+           AND (SELECT COUNT(*) FROM webhooks WHERE app_id = ?1) < 100`,
+      ).bind(app, body.url, body.is_enabled === false ? 0 : 1),
+      env.DB.prepare(
+        `INSERT INTO webhook_audit (webhook_id, app_id, action, row_before, actor, actor_jti, request_id)
+         SELECT webhook_id, app_id, 'create', ${ROW}, ?1, NULL, 'floor' FROM webhooks
+         WHERE webhook_id = last_insert_rowid() AND changes() = 1`,
+      ).bind(app),
+      env.DB.prepare(
+        `SELECT CAST(webhook_id AS TEXT) AS id, url, is_enabled, created_at, updated_at FROM webhooks
+         WHERE app_id = ?1 AND url = ?2`,
+      ).bind(app, body.url),
+    ]);
+    const row = created?.results[0];
+    if (inserted?.meta.changes !== 1 || row === undefined) return fail(409, 64061, 'create fail');
+    return json(201, `{"return":0,"message":"success","value":${webhook(row)}}`, {
+      location: `/v1.0/app/nft/webhook?webhook_id=${row.id}`,
+    });
   },
 };

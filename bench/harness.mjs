@@ -3,7 +3,7 @@
 // has the real schema and seeded webhooks.
 import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { SignJWT } from 'jose';
 import { Miniflare } from 'miniflare';
 import { unstable_readConfig, unstable_splitSqlQuery } from 'wrangler';
@@ -30,7 +30,12 @@ export function buildBundle() {
 }
 
 const config = unstable_readConfig({ config: new URL('wrangler.toml', root).pathname });
-const schema = unstable_splitSqlQuery(readFileSync(new URL('schema.sql', root), 'utf8'));
+// The database is made by the migrations, in order, as `npm start` and a deploy make theirs.
+const migrations = new URL('migrations/', root);
+const schema = readdirSync(migrations)
+  .filter((f) => f.endsWith('.sql'))
+  .sort()
+  .flatMap((f) => unstable_splitSqlQuery(readFileSync(new URL(f, migrations), 'utf8')));
 export const SECRET = randomBytes(32).toString('base64url');
 const unlimited = { simple: { limit: 1_000_000_000, period: 60 } };
 
@@ -55,7 +60,7 @@ export async function startWorker({
     ...(script !== undefined ? { script } : { scriptPath: new URL(scriptPath).pathname }),
     compatibilityDate: config.compatibility_date,
     d1Databases: { DB: 'bench' },
-    bindings: { JWT_SECRET: SECRET, JWT_APP_CLAIM: 'sub', BENCH_APPS: String(apps) },
+    bindings: { JWT_SECRET: SECRET, JWT_APP_CLAIM: 'sub', WEBHOOKS_PER_APP: '100', BENCH_APPS: String(apps) },
     ratelimits: limiters
       ? {
           APP_RATE_LIMITER: { namespace_id: '1001', ...unlimited },

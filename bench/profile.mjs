@@ -1,4 +1,4 @@
-// npm run profile -- [rejected|put]: a CPU profile of the Worker's isolate in workerd, taken over
+// npm run profile -- [rejected|put|get]: a CPU profile of the Worker's isolate in workerd, taken over
 // the inspector while autocannon drives one scenario, printed as self time per function. Built
 // unminified so that the names mean something.
 import autocannon from 'autocannon';
@@ -36,26 +36,31 @@ const send = (method, params = {}) =>
 
 const tokens = await Promise.all(Array.from({ length: APPS }, (_, i) => tokenFor(`app-${i}`)));
 let n = 0;
+const owned = (id) => ({
+  'content-type': 'application/json',
+  authorization: `Bearer ${tokens[Number(ownerOf(id, APPS).slice(4))]}`,
+});
 const request =
-  scenario === 'rejected'
-    ? () => ({
-        method: 'DELETE',
-        path: `${PATH}?webhook_id=1`,
-        headers: { authorization: `Bearer ${tokens[0].slice(0, -4)}AAAA` },
-      })
-    : () => {
+  scenario === 'get'
+    ? () => {
         const id = 1 + (n++ % 50_000);
-        const headers = {
-          'content-type': 'application/json',
-          authorization: `Bearer ${tokens[Number(ownerOf(id, APPS).slice(4))]}`,
+        return { method: 'GET', path: `${PATH}?webhook_id=${id}`, headers: owned(id) };
+      }
+    : scenario === 'rejected'
+      ? () => ({
+          method: 'DELETE',
+          path: `${PATH}?webhook_id=1`,
+          headers: { authorization: `Bearer ${tokens[0].slice(0, -4)}AAAA` },
+        })
+      : () => {
+          const id = 1 + (n++ % 50_000);
+          return {
+            method: 'PUT',
+            path: PATH,
+            headers: owned(id),
+            body: JSON.stringify({ webhook_id: id, is_enabled: n % 2 === 0 }),
+          };
         };
-        return {
-          method: 'PUT',
-          path: PATH,
-          headers,
-          body: JSON.stringify({ webhook_id: id, is_enabled: n % 2 === 0 }),
-        };
-      };
 
 await send('Profiler.enable');
 await send('Profiler.setSamplingInterval', { interval: 50 });

@@ -32,14 +32,15 @@ CREATE UNIQUE INDEX webhook_audit_by_write ON webhook_audit (write_id) WHERE wri
 -- cannot make the upgrade fail.
 CREATE INDEX webhooks_by_app_url ON webhooks (app_id, url);
 
--- Idempotency-Key: the first successful reply to a POST, per application and key, for 24 hours
+-- Idempotency-Key: what the first successful POST under a key made (the webhook's row as created,
+-- from which its reply is made again), per application and key, for 24 hours
 -- (purged by the Worker's Cron Trigger). Stored in the same batch as the webhook it created.
 CREATE TABLE idempotency_keys (
   app_id       TEXT    NOT NULL,
   idem_key     TEXT    NOT NULL,
   request_hash TEXT    NOT NULL,
   webhook_id   INTEGER NOT NULL,
-  reply        TEXT    NOT NULL CHECK (json_valid(reply)),
+  webhook_row  TEXT    NOT NULL CHECK (json_valid(webhook_row)),
   created_at   TEXT    NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
   PRIMARY KEY (app_id, idem_key)
 ) WITHOUT ROWID;

@@ -464,7 +464,7 @@ describe('POST /v1.0/app/nft/webhook', () => {
       const actor = { appId: app, jti: null, requestId: 'r' };
       const first = await createWebhook(env.DB, hook, actor);
       expect(first.outcome).toBe('created');
-      const id = (first as { id: string }).id;
+      const id = (first as { webhook: { id: string } }).webhook.id;
       await env.DB.prepare('DELETE FROM webhooks WHERE webhook_id = ?1').bind(id).run();
 
       expect(await createWebhook(env.DB, hook, actor)).toEqual(first);

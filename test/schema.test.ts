@@ -129,7 +129,7 @@ describe('schema.sql and migrations/', () => {
     ).rejects.toThrow();
     await expect(
       insert(
-        `INSERT INTO idempotency_keys (app_id, idem_key, request_hash, webhook_id, reply) VALUES ('a', 'k', 'h', 1, 'not json')`,
+        `INSERT INTO idempotency_keys (app_id, idem_key, request_hash, webhook_id, webhook_row) VALUES ('a', 'k', 'h', 1, 'not json')`,
       ),
     ).rejects.toThrow();
   });

@@ -5,6 +5,7 @@ import type { AppEnv } from '../types';
 import { actorOf } from './actor';
 import { withD1 } from './d1';
 import { parseIdempotencyKey } from './params';
+import { webhookJson } from './representation';
 import { createWebhook } from './store';
 import { webhookUrl } from './url';
 
@@ -64,10 +65,11 @@ export async function registerWebhook(c: Context<AppEnv>): Promise<Response> {
   switch (result.outcome) {
     case 'created':
     case 'replayed': {
-      c.set('webhookId', result.id);
-      const headers: Record<string, string> = { location: `/v1.0/app/nft/webhook?webhook_id=${result.id}` };
+      const { webhook } = result;
+      c.set('webhookId', webhook.id);
+      const headers: Record<string, string> = { location: `/v1.0/app/nft/webhook?webhook_id=${webhook.id}` };
       if (result.outcome === 'replayed') headers['idempotent-replayed'] = 'true';
-      return success(c, { status: 201, value: result.json, headers });
+      return success(c, { status: 201, value: webhookJson(webhook), headers });
     }
     case 'key-reused':
       throw new ApiFailure(422, 'Idempotency-Key was used with another request body');

@@ -13,6 +13,7 @@ import {
   single,
   webhookIdParam,
 } from './params';
+import { pageJson, webhookJson } from './representation';
 import { getWebhook, listWebhooks, type PageQuery } from './store';
 
 /** The list's query parameters, each at most once (CONTRACT §10); others are ignored. */
@@ -60,12 +61,11 @@ export async function readWebhooks(c: Context<AppEnv>): Promise<Response> {
     const start = sessionStart(c.req.header('x-d1-bookmark'));
     const webhook = await withD1(c, start, (db) => getWebhook(db, webhookId, appId));
     if (webhook === null) throw notFound();
-    return success(c, { value: webhook.json });
+    return success(c, { value: webhookJson(webhook) });
   }
   const page = pageQuery(query);
   const start = sessionStart(c.req.header('x-d1-bookmark'));
   const { webhooks, more } = await withD1(c, start, (db) => listWebhooks(db, appId, page));
   const last = webhooks[webhooks.length - 1];
-  const next = more && last !== undefined ? `"${encodeCursor(last.id)}"` : 'null';
-  return success(c, { value: `{"webhooks":[${webhooks.map((w) => w.json).join(',')}],"next_cursor":${next}}` });
+  return success(c, { value: pageJson(webhooks, more && last !== undefined ? encodeCursor(last.id) : null) });
 }

@@ -1,10 +1,8 @@
 // All SQL of the service. Every function is one D1 round trip; a change and its audit record are
 // one batch, which D1 runs as a transaction.
 //
-// Webhook ids travel as decimal text and are turned into INTEGER by SQLite (CAST), so an int64 is
-// never rounded through a JavaScript double; webhooks are returned as JSON text that SQLite
-// writes, so the ids in replies keep their exact digits too. Ownership is part of every WHERE
-// clause.
+// Webhook ids travel as decimal text and are turned into INTEGER by SQLite (CAST), both ways, so
+// an int64 is never rounded through a JavaScript double. Ownership is part of every WHERE clause.
 
 /** What the store's functions run on: the database, or one of its D1 sessions. */
 export type Db = Pick<D1Database, 'prepare' | 'batch'>;
@@ -23,17 +21,39 @@ const ROW_JSON = `json_object(
     'webhook_id', webhook_id, 'app_id', app_id, 'url', url, 'is_enabled', is_enabled,
     'created_at', created_at, 'updated_at', updated_at)`;
 
-/**
- * A webhook as the API shows it (CONTRACT §9), as JSON text, from the columns `column(name)`
- * names: the table's own, or the fields of an audit record's row.
- */
-const webhookJson = (column: (name: string) => string = (name) => name) => `json_object(
-    'webhook_id', ${column('webhook_id')}, 'url', ${column('url')},
-    'is_enabled', json(CASE ${column('is_enabled')} WHEN 1 THEN 'true' ELSE 'false' END),
-    'created_at', ${column('created_at')}, 'updated_at', ${column('updated_at')})`;
+/** A webhook as the store returns it: the id as decimal text, `is_enabled` as stored (0/1). */
+export interface WebhookRow {
+  id: string;
+  url: string;
+  is_enabled: number;
+  created_at: string;
+  updated_at: string;
+}
 
-/** The webhook a create record holds, as the API shows it (its row as created). */
-const CREATED_JSON = webhookJson((name) => `json_extract(row_before, '$.${name}')`);
+/**
+ * The WebhookRow columns (named with `prefix`), from the table's own columns or from the fields
+ * of a row's JSON.
+ */
+const rowColumns = (column: (name: string) => string = (name) => name, prefix = '') =>
+  `CAST(${column('webhook_id')} AS TEXT) AS ${prefix}id, ${['url', 'is_enabled', 'created_at', 'updated_at']
+    .map((name) => `${column(name)} AS ${prefix}${name}`)
+    .join(', ')}`;
+const COLUMNS = rowColumns();
+/** The WebhookRow of a webhook's row as JSON (an audit record's `row_before`, a key's `webhook_row`). */
+const columnsOf = (json: string, prefix: string) => rowColumns((name) => `json_extract(${json}, '$.${name}')`, prefix);
+
+/** The WebhookRow of columns named with `prefix`, or undefined when they are null (no such row). */
+function prefixed(row: Record<string, unknown>, prefix: string): WebhookRow | undefined {
+  if (row[`${prefix}id`] === null) return undefined;
+  const pick = (name: string) => row[`${prefix}${name}`];
+  return {
+    id: pick('id'),
+    url: pick('url'),
+    is_enabled: pick('is_enabled'),
+    created_at: pick('created_at'),
+    updated_at: pick('updated_at'),
+  } as WebhookRow;
+}
 
 const OWNED = 'webhook_id = CAST(?1 AS INTEGER) AND app_id = ?2';
 
@@ -130,28 +150,12 @@ export interface NewWebhook {
   idempotency?: { key: string; hash: string };
 }
 
-/** A webhook as the API shows it: its id, and its JSON text. */
-export interface WebhookJson {
-  id: string;
-  json: string;
-}
-
 export type CreateOutcome =
   /** Made by this request (by this attempt, or by an earlier attempt whose reply was lost). */
-  | ({ outcome: 'created' } & WebhookJson)
-  /** The Idempotency-Key's first request made it: its reply again. */
-  | ({ outcome: 'replayed' } & WebhookJson)
+  | { outcome: 'created'; webhook: WebhookRow }
+  /** The Idempotency-Key's first request made it: that webhook as it was made, again. */
+  | { outcome: 'replayed'; webhook: WebhookRow }
   | { outcome: 'key-reused' | 'duplicate' | 'full' };
-
-interface CreateFacts {
-  created_id: string | null;
-  created: string | null;
-  key_webhook_id: string | null;
-  key_hash: string | null;
-  key_reply: string | null;
-  duplicate: number;
-  webhooks: number;
-}
 
 /**
  * Registers a webhook, with its create record (and the Idempotency-Key's reply) in the same
@@ -194,21 +198,20 @@ export async function createWebhook(db: Db, hook: NewWebhook, actor: Actor): Pro
     statements.push(
       db
         .prepare(
-          `INSERT INTO idempotency_keys (app_id, idem_key, request_hash, webhook_id, reply)
-           SELECT ?1, ?2, ?3, webhook_id, ${CREATED_JSON}
+          `INSERT INTO idempotency_keys (app_id, idem_key, request_hash, webhook_id, webhook_row)
+           SELECT ?1, ?2, ?3, webhook_id, row_before
            FROM webhook_audit
            WHERE write_id = ?4 AND changes() = 1`,
         )
         .bind(actor.appId, key.key, key.hash, hook.writeId),
     );
   }
+  // In one row: the webhook this request made (its create record: `c_`), the one the key's first
+  // request made (`k_`), and the facts the rules look at.
   statements.push(
     db
       .prepare(
-        `SELECT
-           CAST(a.webhook_id AS TEXT) AS created_id,
-           ${CREATED_JSON} AS created,
-           CAST(k.webhook_id AS TEXT) AS key_webhook_id, k.request_hash AS key_hash, k.reply AS key_reply,
+        `SELECT ${columnsOf('a.row_before', 'c_')}, k.request_hash, ${columnsOf('k.webhook_row', 'k_')},
            EXISTS (SELECT 1 FROM webhooks WHERE app_id = ?1 AND url = ?2) AS duplicate,
            (SELECT COUNT(*) FROM webhooks WHERE app_id = ?1) AS webhooks
          FROM (SELECT 1)
@@ -217,19 +220,18 @@ export async function createWebhook(db: Db, hook: NewWebhook, actor: Actor): Pro
       )
       .bind(actor.appId, hook.url, hook.writeId, key?.key ?? null),
   );
-  const results = await db.batch<CreateFacts>(statements);
+  const results = await db.batch<Record<string, unknown>>(statements);
   const facts = results[results.length - 1]?.results[0];
   if (facts === undefined) throw new Error('create: no outcome row');
-  if (facts.created_id !== null && facts.created !== null) {
-    return { outcome: 'created', id: facts.created_id, json: facts.created };
+  const ours = prefixed(facts, 'c_');
+  if (ours !== undefined) return { outcome: 'created', webhook: ours };
+  const keyed = prefixed(facts, 'k_');
+  if (keyed !== undefined) {
+    return facts.request_hash === key?.hash ? { outcome: 'replayed', webhook: keyed } : { outcome: 'key-reused' };
   }
-  if (facts.key_hash !== null && facts.key_webhook_id !== null && facts.key_reply !== null) {
-    return facts.key_hash === key?.hash
-      ? { outcome: 'replayed', id: facts.key_webhook_id, json: facts.key_reply }
-      : { outcome: 'key-reused' };
-  }
-  if (facts.duplicate === 1) return { outcome: 'duplicate' };
-  if (facts.webhooks >= hook.cap) return { outcome: 'full' };
+  const rules = facts as { duplicate: number; webhooks: number };
+  if (rules.duplicate === 1) return { outcome: 'duplicate' };
+  if (rules.webhooks >= hook.cap) return { outcome: 'full' };
   throw new Error('create: nothing was inserted, and no rule says why');
 }
 
@@ -248,12 +250,8 @@ export async function purgeIdempotencyKeys(db: Db, limit: number): Promise<numbe
 // ---- GET ------------------------------------------------------------------------------------------
 
 /** One webhook of the application, or null when it has no such webhook. */
-export async function getWebhook(db: Db, webhookId: string, appId: string): Promise<WebhookJson | null> {
-  const row = await db
-    .prepare(`SELECT ${webhookJson()} AS json FROM webhooks WHERE ${OWNED}`)
-    .bind(webhookId, appId)
-    .first<{ json: string }>();
-  return row === null ? null : { id: webhookId, json: row.json };
+export function getWebhook(db: Db, webhookId: string, appId: string): Promise<WebhookRow | null> {
+  return db.prepare(`SELECT ${COLUMNS} FROM webhooks WHERE ${OWNED}`).bind(webhookId, appId).first<WebhookRow>();
 }
 
 export interface PageQuery {
@@ -273,17 +271,17 @@ export async function listWebhooks(
   db: Db,
   appId: string,
   { after, enabled, limit }: PageQuery,
-): Promise<{ webhooks: WebhookJson[]; more: boolean }> {
+): Promise<{ webhooks: WebhookRow[]; more: boolean }> {
   const { results } = await db
     .prepare(
-      `SELECT CAST(webhook_id AS TEXT) AS id, ${webhookJson()} AS json
+      `SELECT ${COLUMNS}
        FROM webhooks
        WHERE app_id = ?1 AND webhook_id > CAST(?2 AS INTEGER) AND (?3 IS NULL OR is_enabled = ?3)
        ORDER BY webhook_id
        LIMIT ?4`,
     )
     .bind(appId, after ?? '0', enabled === undefined ? null : enabled ? 1 : 0, limit + 1)
-    .all<WebhookJson>();
+    .all<WebhookRow>();
   const more = results.length > limit;
   return { webhooks: more ? results.slice(0, limit) : results, more };
 }
