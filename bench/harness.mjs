@@ -10,7 +10,7 @@ import { unstable_readConfig, unstable_splitSqlQuery } from 'wrangler';
 
 const root = new URL('..', import.meta.url);
 export const BUNDLE_DIR = new URL('../dist/', import.meta.url);
-export const PATH = '/v1.0/app/nft/webhook';
+export { ownerOf, PATH } from './scenarios.mjs';
 
 /** A numeric command-line option (`--name N`) of the running script. */
 export const option = (name, fallback) => {
@@ -96,9 +96,6 @@ async function seed(db, apps, perApp) {
     );
   }
 }
-
-/** The application that owns seeded webhook `id`. */
-export const ownerOf = (id, apps) => `app-${(id - 1) % apps}`;
 
 /** A valid token for `appId`, signed with the harness secret. */
 export const tokenFor = (appId) =>

@@ -1,6 +1,11 @@
 // The benchmark's scenarios: each request made from a counter, so "existing" ids are never
 // reused. A module of its own, so the load generator's thread can build the same requests.
-import { ownerOf, PATH } from './harness.mjs';
+// No imports beyond this file: the load generator's thread loads it for every slice.
+
+export const PATH = '/v1.0/app/nft/webhook';
+
+/** The application that owns seeded webhook `id` (the harness seeds them round robin). */
+export const ownerOf = (id, apps) => `app-${(id - 1) % apps}`;
 
 export const APPS = 100;
 export const PER_APP = 600; // 60,000 webhooks

@@ -2,7 +2,9 @@
 // only `fetch`.
 //
 //   const api = new WebhookClient({ baseUrl: 'https://nft-webhook-api.example.workers.dev', token });
-//   await api.disable(42n);
+//   const hook = await api.createWebhook('https://hooks.example.com/nft');
+//   await api.disable(hook.webhook_id);
+//   for await (const webhook of api.webhooks({ enabled: true })) console.log(webhook.url);
 //   await api.delete('9007199254740993');
 
 /** The reply envelope of every operation. */
@@ -13,6 +15,21 @@ export interface Envelope {
 
 /** A webhook id: int64. A bigint or a decimal string keeps ids above 2^53 exact. */
 export type WebhookId = bigint | string | number;
+
+/** A registered webhook. `webhook_id` is the id's exact decimal digits (never a rounded number). */
+export interface Webhook {
+  webhook_id: string;
+  url: string;
+  is_enabled: boolean;
+  created_at: string;
+  updated_at: string;
+}
+
+/** One page of the list. */
+export interface WebhookPage {
+  webhooks: Webhook[];
+  next_cursor: string | null;
+}
 
 export interface ClientOptions {
   /** e.g. `https://nft-webhook-api.example.workers.dev` or `http://localhost:8787`. */
@@ -57,6 +74,15 @@ export class WebhookApiError extends Error {
 
 const PATH = '/v1.0/app/nft/webhook';
 
+/**
+ * Parses a reply, keeping `webhook_id`s exact: the API writes them as JSON integers, which
+ * JSON.parse would round above 2^53, so their digits are quoted first. (A `"webhook_id":` inside
+ * a string value is escaped as `\"webhook_id\":` and never matches.)
+ */
+function parseReply(text: string): Envelope & { value?: unknown } {
+  return JSON.parse(text.replace(/"webhook_id":(\d+)/g, '"webhook_id":"$1"'));
+}
+
 function idText(id: WebhookId): string {
   if (typeof id === 'number' && !Number.isSafeInteger(id)) {
     throw new TypeError(`webhook id ${id} is not exact as a number: pass a bigint or a string`);
@@ -80,10 +106,55 @@ export class WebhookClient {
     };
   }
 
+  /** The bookmark of the last reply: sent with reads, so this client reads its own writes. */
+  #bookmark: string | undefined;
+
+  /**
+   * Registers a webhook. Each call gets its own Idempotency-Key, reused by its retries, so a
+   * retry after a lost reply never registers it twice.
+   */
+  async createWebhook(url: string, { enabled = true, idempotencyKey = crypto.randomUUID() } = {}): Promise<Webhook> {
+    const body = JSON.stringify({ url, is_enabled: enabled });
+    return (await this.#call('POST', PATH, body, { 'idempotency-key': idempotencyKey })) as Webhook;
+  }
+
+  /** One webhook of this application. */
+  async getWebhook(webhookId: WebhookId): Promise<Webhook> {
+    return (await this.#call('GET', `${PATH}?webhook_id=${idText(webhookId)}`)) as Webhook;
+  }
+
+  /** One page of this application's webhooks, oldest first. */
+  async listWebhooks({
+    limit,
+    cursor,
+    enabled,
+  }: {
+    limit?: number;
+    cursor?: string;
+    enabled?: boolean;
+  } = {}): Promise<WebhookPage> {
+    const query = new URLSearchParams();
+    if (limit !== undefined) query.set('limit', String(limit));
+    if (cursor !== undefined) query.set('cursor', cursor);
+    if (enabled !== undefined) query.set('is_enabled', String(enabled));
+    const q = query.toString();
+    return (await this.#call('GET', q === '' ? PATH : `${PATH}?${q}`)) as WebhookPage;
+  }
+
+  /** Every webhook of this application, page after page. */
+  async *webhooks(options: { limit?: number; enabled?: boolean } = {}): AsyncGenerator<Webhook> {
+    let cursor: string | undefined;
+    do {
+      const page = await this.listWebhooks({ ...options, cursor });
+      yield* page.webhooks;
+      cursor = page.next_cursor ?? undefined;
+    } while (cursor !== undefined);
+  }
+
   /** Enables or disables a webhook. Setting the state it already has succeeds. */
   async setEnabled(webhookId: WebhookId, enabled: boolean): Promise<void> {
     // The id travels as a decimal string, which the API accepts for int64.
-    return this.#call('PUT', PATH, JSON.stringify({ webhook_id: idText(webhookId), is_enabled: enabled }));
+    await this.#call('PUT', PATH, JSON.stringify({ webhook_id: idText(webhookId), is_enabled: enabled }));
   }
 
   enable(webhookId: WebhookId) {
@@ -96,17 +167,25 @@ export class WebhookClient {
 
   /** Deletes a webhook. Deleting one this application already deleted succeeds again. */
   async delete(webhookId: WebhookId): Promise<void> {
-    return this.#call('DELETE', `${PATH}?webhook_id=${idText(webhookId)}`);
+    await this.#call('DELETE', `${PATH}?webhook_id=${idText(webhookId)}`);
   }
 
-  // Both operations are idempotent, so retrying them is always safe.
-  async #call(method: 'PUT' | 'DELETE', path: string, body?: string): Promise<void> {
+  // Every call is safe to retry: GET reads, PUT and DELETE are idempotent, and POST carries an
+  // Idempotency-Key. Returns the reply's `value`, if any.
+  async #call(
+    method: 'GET' | 'POST' | 'PUT' | 'DELETE',
+    path: string,
+    body?: string,
+    extra: Record<string, string> = {},
+  ): Promise<unknown> {
     const { baseUrl, token, maxRetries, maxRetryDelaySeconds, fetch, sleep } = this.#options;
     for (let attempt = 0; ; attempt++) {
       const headers: Record<string, string> = {
         authorization: `Bearer ${typeof token === 'function' ? await token() : token}`,
+        ...extra,
       };
       if (body !== undefined) headers['content-type'] = 'application/json';
+      if (method === 'GET' && this.#bookmark !== undefined) headers['x-d1-bookmark'] = this.#bookmark;
       let res: Response;
       try {
         res = await fetch(baseUrl + path, { method, headers, body });
@@ -117,8 +196,9 @@ export class WebhookClient {
         }
         throw err;
       }
-      const envelope = (await res.json()) as Envelope;
-      if (res.status === 200 && envelope.return === 0) return;
+      this.#bookmark = res.headers.get('x-d1-bookmark') ?? this.#bookmark;
+      const envelope = parseReply(await res.text());
+      if ((res.status === 200 || res.status === 201) && envelope.return === 0) return envelope.value;
       const header = res.headers.get('retry-after');
       const retryAfter = header !== null && /^\d+$/.test(header) ? Number(header) : undefined;
       const retryable = res.status === 429 || res.status === 503;

@@ -5,7 +5,7 @@ import { discardBody } from './http/body';
 import { bookmarkHeader, Code, envelope, failureReply, requestId, requestIdOf } from './http/envelope';
 import type { AppEnv } from './types';
 import { purgeExpiredKeys } from './webhooks/purge';
-import { mountWebhooks } from './webhooks/routes';
+import { mountWebhooks, webhookOperation } from './webhooks/routes';
 
 // The main module exports the handlers only: workerd refuses any other named export.
 
@@ -13,7 +13,7 @@ import { mountWebhooks } from './webhooks/routes';
 // smaller Linear and Pattern routers do not give.
 const app = new HonoBase<AppEnv>({ router: new RegExpRouter() });
 
-app.use(accessLog);
+app.use(accessLog(webhookOperation));
 mountWebhooks(app);
 app.notFound((c) => envelope(404, Code.notFound, requestId(c)));
 app.onError((err, c) => failureReply(err, c.req.method, requestId(c), bookmarkHeader(c)));

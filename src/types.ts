@@ -3,8 +3,6 @@ export type AppEnv = {
   Bindings: CloudflareBindings;
   Variables: {
     requestId: string;
-    /** The operation a request on the webhook path asks for (for the log). */
-    op: string | null;
     /** The verified calling application (from the token's app claim). */
     appId: string;
     /** The token's `jti`, when it has one: recorded as part of the audit actor. */

@@ -76,4 +76,62 @@ describe('examples/client.ts against the Worker', () => {
     expect(unavailable.sleeps).toEqual([2000, 2000]);
     expect(env.DB).toBeDefined();
   });
+
+  it('registers, reads and lists webhooks, with exact ids and every page', async () => {
+    const { api } = await client('client-list');
+    const made = [];
+    for (let i = 0; i < 5; i++) made.push(await api.createWebhook(`https://hooks.example.com/client/${i}`));
+    const disabled = await api.createWebhook('https://hooks.example.com/client/off', { enabled: false });
+    expect(disabled.is_enabled).toBe(false);
+    expect(await api.getWebhook(made[2]!.webhook_id)).toEqual(made[2]);
+
+    const all = [];
+    for await (const webhook of api.webhooks({ limit: 2 })) all.push(webhook.webhook_id);
+    expect(all).toEqual([...made, disabled].map((w) => w.webhook_id));
+    const enabled = [];
+    for await (const webhook of api.webhooks({ enabled: true, limit: 4 })) enabled.push(webhook.webhook_id);
+    expect(enabled).toEqual(made.map((w) => w.webhook_id));
+  });
+
+  it('keeps an id above 2^53 exact when it reads one', async () => {
+    await insertWebhook('client-big', { id: '9223372036854775000', url: 'https://hooks.example.com/big' });
+    const { api } = await client('client-big');
+    const webhook = await api.getWebhook('9223372036854775000');
+    expect(webhook.webhook_id).toBe('9223372036854775000');
+    const page = await api.listWebhooks();
+    expect(page.webhooks.map((w) => w.webhook_id)).toEqual(['9223372036854775000']);
+  });
+
+  it('retries a create whose reply was lost without registering it twice (Idempotency-Key)', async () => {
+    let calls = 0;
+    const keys: (string | null)[] = [];
+    const lossy: typeof fetch = async (input, init) => {
+      calls++;
+      keys.push(new Headers(init?.headers).get('idempotency-key'));
+      const res = await SELF.fetch(input, init);
+      if (calls === 1) throw new TypeError('connection reset after the request was sent');
+      return res;
+    };
+    const { api } = await client('client-retry', lossy);
+    const webhook = await api.createWebhook('https://hooks.example.com/once');
+    expect(calls).toBe(2);
+    expect(keys[0]).toBeTruthy();
+    expect(keys[1]).toBe(keys[0]);
+    const rows = await env.DB.prepare("SELECT COUNT(*) AS n FROM webhooks WHERE app_id = 'client-retry'").first();
+    expect(rows?.n).toBe(1);
+    expect(webhook.url).toBe('https://hooks.example.com/once');
+  });
+
+  it('sends the last bookmark with its reads', async () => {
+    const seen: (string | null)[] = [];
+    const spy: typeof fetch = async (input, init) => {
+      seen.push(new Headers(init?.headers).get('x-d1-bookmark'));
+      return SELF.fetch(input, init);
+    };
+    const { api } = await client('client-bookmark', spy);
+    const webhook = await api.createWebhook('https://hooks.example.com/bm');
+    await api.getWebhook(webhook.webhook_id);
+    expect(seen[0]).toBeNull();
+    expect(seen[1]).toMatch(/^[0-9a-f]+(-[0-9a-f]+)+$/);
+  });
 });

@@ -69,7 +69,7 @@ function jwksUrl(value: string): URL {
   // Plain http only to this machine (local runs); keys must not travel unprotected.
   const loopback = ['localhost', '127.0.0.1', '[::1]'].includes(url.hostname);
   if (url.protocol !== 'https:' && !(url.protocol === 'http:' && loopback)) {
-    throw new ConfigError('JWT_JWKS_URL', 'must be an https URL (http only for localhost)');
+    throw new ConfigError('JWT_JWKS_URL', 'must be an https URL (http only for localhost, 127.0.0.1 or [::1])');
   }
   return url;
 }

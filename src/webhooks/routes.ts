@@ -16,6 +16,10 @@ export const ALLOWED_METHODS = 'DELETE, GET, POST, PUT';
 /** The operation each method asks for, as the request log names it. */
 const OPERATIONS: Record<string, string> = { GET: 'query', POST: 'create', PUT: 'update', DELETE: 'delete' };
 
+/** The operation a request asks for, for the log: null off the webhook path or for other methods. */
+export const webhookOperation = (method: string, path: string) =>
+  path === WEBHOOK_PATH ? (OPERATIONS[method] ?? null) : null;
+
 const methodNotAllowed = (c: Context<AppEnv>) =>
   envelope(405, Code.methodNotAllowed, requestId(c), { headers: { allow: ALLOWED_METHODS } });
 
@@ -27,10 +31,6 @@ const refuseHead = async (c: Context<AppEnv>, next: Next) => {
 
 /** The webhook routes. Route, then authentication, then rate limit, then input, then storage (CONTRACT §2). */
 export function mountWebhooks(app: HonoBase<AppEnv>) {
-  app.use(WEBHOOK_PATH, async (c, next) => {
-    c.set('op', OPERATIONS[c.req.raw.method] ?? null);
-    await next();
-  });
   app.get(WEBHOOK_PATH, refuseHead, authenticate, limitApplication, readWebhooks);
   app.post(WEBHOOK_PATH, authenticate, limitApplication, registerWebhook);
   app.put(WEBHOOK_PATH, authenticate, limitApplication, updateWebhook);

@@ -101,9 +101,7 @@ export default async function setup(project: TestProject) {
   );
   // Should this process end without teardown (killed, or its output pipe closed), wrangler dev
   // goes with it.
-  process.once('exit', () => {
-    if (dev?.pid !== undefined && dev.exitCode === null) process.kill(-dev.pid, 'SIGKILL');
-  });
+  process.once('exit', () => stop('SIGKILL'));
   let output = '';
   const ready = new Promise<void>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`wrangler dev did not start:\n${output}`)), 60_000);
@@ -128,12 +126,22 @@ export default async function setup(project: TestProject) {
   return teardown;
 }
 
+/** Signals wrangler dev's whole process group, if it still runs. */
+function stop(signal: NodeJS.Signals) {
+  if (dev?.pid === undefined || dev.exitCode !== null) return;
+  try {
+    process.kill(-dev.pid, signal);
+  } catch {
+    // The group is gone already.
+  }
+}
+
 async function teardown() {
-  if (dev?.pid !== undefined && dev.exitCode === null) {
+  if (dev !== undefined && dev.exitCode === null) {
     const exited = new Promise((resolve) => dev?.once('exit', resolve));
-    process.kill(-dev.pid, 'SIGTERM');
+    stop('SIGTERM');
     await Promise.race([exited, new Promise((resolve) => setTimeout(resolve, 5000))]);
-    if (dev.exitCode === null) process.kill(-dev.pid, 'SIGKILL');
+    stop('SIGKILL');
   }
   if (folder !== undefined) rmSync(folder, { recursive: true, force: true });
 }
