@@ -15,16 +15,10 @@ import {
   snapshot,
   tokenFor,
   URL_,
+  type Webhook,
   webhookRow,
 } from './helpers';
 
-interface Webhook {
-  webhook_id: number;
-  url: string;
-  is_enabled: boolean;
-  created_at: string;
-  updated_at: string;
-}
 interface Page {
   webhooks: Webhook[];
   next_cursor: string | null;

@@ -93,6 +93,15 @@ export async function expectEnvelope(res: Response, status: number, code: number
   expect(res.headers.get('x-request-id')).toMatch(/^\S{1,128}$/);
 }
 
+/** A webhook as a reply's `value` holds it, parsed (ids here stay below 2^53). */
+export interface Webhook {
+  webhook_id: number;
+  url: string;
+  is_enabled: boolean;
+  created_at: string;
+  updated_at: string;
+}
+
 /**
  * Asserts a successful reply with data: the status, `{return: 0, message: "success", value}` and
  * the common headers. Returns the body's text (to check exact digits) and the parsed value.

@@ -17,6 +17,7 @@ import {
   snapshot,
   tokenFor,
   URL_,
+  type Webhook,
   webhookRow,
   webhooksOf,
 } from './helpers';
@@ -27,14 +28,6 @@ const MAX_BODY_BYTES = 8192;
 afterEach(() => {
   vi.restoreAllMocks();
 });
-
-interface Webhook {
-  webhook_id: number;
-  url: string;
-  is_enabled: boolean;
-  created_at: string;
-  updated_at: string;
-}
 
 const ISO_UTC = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
 let seq = 0;
