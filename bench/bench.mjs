@@ -75,7 +75,13 @@ const perRun = [];
 for (let run = 1; run <= RUNS; run++) {
   const workers = {
     constant: await startWorker({ script: constantScript, apps: 1, perApp: 1 }),
-    floor: await startWorker({ script: floorScript, apps: APPS, perApp: PER_APP }),
+    // --bare-floor: diagnostic only, a floor without D1 sessions, to see what they cost.
+    floor: await startWorker({
+      script: floorScript,
+      apps: APPS,
+      perApp: PER_APP,
+      bindings: { FLOOR_SESSIONS: process.argv.includes('--bare-floor') ? '' : '1' },
+    }),
     // --no-limiters: diagnostic only, to see what the rate-limit bindings cost.
     service: await startWorker({
       scriptPath: bundleUrl.href,

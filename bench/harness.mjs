@@ -53,6 +53,7 @@ export async function startWorker({
   log = false,
   limiters = true,
   inspectorPort,
+  bindings = {},
 }) {
   const mf = new Miniflare({
     modules: true,
@@ -60,7 +61,13 @@ export async function startWorker({
     ...(script !== undefined ? { script } : { scriptPath: new URL(scriptPath).pathname }),
     compatibilityDate: config.compatibility_date,
     d1Databases: { DB: 'bench' },
-    bindings: { JWT_SECRET: SECRET, JWT_APP_CLAIM: 'sub', WEBHOOKS_PER_APP: '100', BENCH_APPS: String(apps) },
+    bindings: {
+      JWT_SECRET: SECRET,
+      JWT_APP_CLAIM: 'sub',
+      WEBHOOKS_PER_APP: '100',
+      BENCH_APPS: String(apps),
+      ...bindings,
+    },
     ratelimits: limiters
       ? {
           APP_RATE_LIMITER: { namespace_id: '1001', ...unlimited },

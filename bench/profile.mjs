@@ -1,4 +1,4 @@
-// npm run profile -- [rejected|put|get]: a CPU profile of the Worker's isolate in workerd, taken over
+// npm run profile -- [rejected|put|get|list]: a CPU profile of the Worker's isolate in workerd, taken over
 // the inspector while autocannon drives one scenario, printed as self time per function. Built
 // unminified so that the names mean something.
 import autocannon from 'autocannon';
@@ -41,26 +41,28 @@ const owned = (id) => ({
   authorization: `Bearer ${tokens[Number(ownerOf(id, APPS).slice(4))]}`,
 });
 const request =
-  scenario === 'get'
-    ? () => {
-        const id = 1 + (n++ % 50_000);
-        return { method: 'GET', path: `${PATH}?webhook_id=${id}`, headers: owned(id) };
-      }
-    : scenario === 'rejected'
-      ? () => ({
-          method: 'DELETE',
-          path: `${PATH}?webhook_id=1`,
-          headers: { authorization: `Bearer ${tokens[0].slice(0, -4)}AAAA` },
-        })
-      : () => {
+  scenario === 'list'
+    ? () => ({ method: 'GET', path: PATH, headers: owned(1 + (n++ % APPS)) })
+    : scenario === 'get'
+      ? () => {
           const id = 1 + (n++ % 50_000);
-          return {
-            method: 'PUT',
-            path: PATH,
-            headers: owned(id),
-            body: JSON.stringify({ webhook_id: id, is_enabled: n % 2 === 0 }),
+          return { method: 'GET', path: `${PATH}?webhook_id=${id}`, headers: owned(id) };
+        }
+      : scenario === 'rejected'
+        ? () => ({
+            method: 'DELETE',
+            path: `${PATH}?webhook_id=1`,
+            headers: { authorization: `Bearer ${tokens[0].slice(0, -4)}AAAA` },
+          })
+        : () => {
+            const id = 1 + (n++ % 50_000);
+            return {
+              method: 'PUT',
+              path: PATH,
+              headers: owned(id),
+              body: JSON.stringify({ webhook_id: id, is_enabled: n % 2 === 0 }),
+            };
           };
-        };
 
 await send('Profiler.enable');
 await send('Profiler.setSamplingInterval', { interval: 50 });

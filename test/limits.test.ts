@@ -3,6 +3,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import {
   bearer,
   expectDeleteFail,
+  expectEnvelope,
   expectInvalidToken,
   expectSuccess,
   expectUpdateFail,
@@ -63,6 +64,24 @@ describe('rate limits', () => {
     // Another application has its own budget.
     const other = await insertWebhook('app-unlimited');
     await expectSuccess(await fetchWorker(deleteRequest(other, bearer(await tokenFor('app-unlimited'))), bindings));
+  });
+
+  it('counts GET and POST against the same application budget, before their input', async () => {
+    const bindings = { ...env, APP_RATE_LIMITER: env.TEST_APP_LIMITER };
+    const token = await tokenFor('app-limited-mixed');
+    const get = (query: string) => new Request(`${URL_}?${query}`, { headers: bearer(token) });
+    const post = (body: string) =>
+      new Request(URL_, { method: 'POST', headers: { ...bearer(token), 'content-type': 'application/json' }, body });
+    expect((await fetchWorker(get('limit=5'), bindings)).status).toBe(200);
+    expect((await fetchWorker(post('{"url":"https://hooks.example.com/limited"}'), bindings)).status).toBe(201);
+    expect((await fetchWorker(get('webhook_id=424242'), bindings)).status).toBe(404);
+    const before = await snapshot();
+    const limitedGet = await fetchWorker(get('limit=0'), bindings);
+    const limitedPost = await fetchWorker(post('{"url":"https://hooks.example.com/limited-2"}'), bindings);
+    expect(limitedGet.headers.get('retry-after')).toBe('60');
+    await expectEnvelope(limitedGet, 429, 64060, 'query fail');
+    await expectEnvelope(limitedPost, 429, 64061, 'create fail');
+    expect(await snapshot()).toEqual(before);
   });
 
   it('checks the rate limit before the input', async () => {
