@@ -1,5 +1,6 @@
-// npm run stress: many parallel mixed requests against the production bundle in workerd, then a
-// check that the audit table matches the changes exactly. Exits non-zero on any 5xx or mismatch.
+// npm run stress: many parallel mixed requests (all four operations, foreign and bad ones) against
+// the production bundle in workerd, then a check that the audit table matches the changes exactly
+// and that POST's rules held. Exits non-zero on any 5xx or mismatch.
 //   node bench/stress.mjs [--requests N] [--concurrency N] [--self-check]
 // --self-check plants one doubled audit record after the load: the check must then fail.
 import { buildBundle, option, ownerOf, PATH, startWorker, tokenFor } from './harness.mjs';
@@ -57,7 +58,19 @@ function randomRequest() {
       { ...json, ...bearer(tokenOf(id)) },
       JSON.stringify({ webhook_id: `${id}.5`, is_enabled: 'yes' }),
     ];
-  if (roll < 0.95) return ['bad-type', 'PUT', `${PATH}`, bearer(tokenOf(id)), 'webhook_id=1'];
+  if (roll < 0.9) return ['bad-type', 'PUT', `${PATH}`, bearer(tokenOf(id)), 'webhook_id=1'];
+  if (roll < 0.95) {
+    // Registrations that collide: a few URLs per application, and a few Idempotency-Keys reused
+    // with the same or another body (replays, 422s, 409s).
+    const app = pick(APPS) - 1;
+    const headers = { ...json, ...bearer(tokens[app]) };
+    if (Math.random() < 0.5) headers['idempotency-key'] = `k${pick(5)}`;
+    return ['create', 'POST', PATH, headers, JSON.stringify({ url: `https://hooks.example.com/s/${pick(15)}` })];
+  }
+  if (roll < 0.98)
+    return Math.random() < 0.5
+      ? ['read', 'GET', `${PATH}?webhook_id=${pick(WEBHOOKS + 60)}`, bearer(tokens[pick(APPS) - 1])]
+      : ['list', 'GET', `${PATH}?limit=${pick(100)}`, bearer(tokens[pick(APPS) - 1])];
   return ['unknown', 'GET', '/v1.0/app/nft/webhooks', {}];
 }
 
@@ -67,6 +80,8 @@ const count = (kind, status, code) => {
   byKind.set(key, (byKind.get(key) ?? 0) + 1);
 };
 const successfulDeletes = new Set();
+/** Ids of webhooks that POSTs answered as newly made (replays not counted). */
+const created = [];
 let sent = 0;
 let serverErrors = 0;
 
@@ -83,6 +98,8 @@ await Promise.all(
       if (res.status >= 500) serverErrors++;
       if (kind === 'delete' && res.status === 200)
         successfulDeletes.add(Number(new URL(path, worker.url).searchParams.get('webhook_id')));
+      if (kind === 'create' && res.status === 201 && res.headers.get('idempotent-replayed') === null)
+        created.push(JSON.parse(text).value.webhook_id);
     }
   }),
 );
@@ -105,20 +122,39 @@ const problems = [];
 const { results: audit } = await worker.db
   .prepare('SELECT webhook_id, app_id, action, row_before FROM webhook_audit ORDER BY audit_id')
   .all();
-const { results: rows } = await worker.db.prepare('SELECT webhook_id, app_id, is_enabled FROM webhooks').all();
+const { results: rows } = await worker.db.prepare('SELECT webhook_id, app_id, url, is_enabled FROM webhooks').all();
 const live = new Map(rows.map((r) => [r.webhook_id, r]));
 const records = new Map();
 for (const r of audit) records.set(r.webhook_id, [...(records.get(r.webhook_id) ?? []), r]);
 
-for (let id = 1; id <= WEBHOOKS; id++) {
-  let state = id % 2; // the seeded is_enabled
+// Webhooks POST made: each has exactly one create record, first, holding the row as created;
+// no application has one URL twice or more than 100 webhooks.
+const made = [...records.keys()].filter((id) => id > WEBHOOKS);
+if (made.length !== created.length || made.some((id) => !created.includes(id)))
+  problems.push(`POST answered ${created.length} new webhooks, the audit has ${made.length} creates`);
+const urls = new Set();
+for (const row of rows.filter((r) => r.webhook_id > WEBHOOKS)) {
+  const key = `${row.app_id} ${row.url}`;
+  if (urls.has(key)) problems.push(`${key}: registered twice`);
+  urls.add(key);
+}
+for (let app = 0; app < APPS; app++) {
+  const n = rows.filter((r) => r.app_id === `app-${app}`).length;
+  if (n > 100) problems.push(`app-${app}: ${n} webhooks, over the cap`);
+}
+
+for (const id of [...Array.from({ length: WEBHOOKS }, (_, i) => i + 1), ...made]) {
+  const history = records.get(id) ?? [];
+  if (id > WEBHOOKS && (history[0]?.action !== 'create' || history.filter((r) => r.action === 'create').length !== 1))
+    problems.push(`webhook ${id}: not exactly one create record, first`);
+  let state = id > WEBHOOKS ? JSON.parse(history[0].row_before).is_enabled : id % 2; // as created, or seeded
   let deleted = false;
-  for (const r of records.get(id) ?? []) {
+  for (const r of id > WEBHOOKS ? history.slice(1) : history) {
     const before = JSON.parse(r.row_before);
     if (deleted) problems.push(`webhook ${id}: a record after its delete`);
     if (before.is_enabled !== state)
       problems.push(`webhook ${id}: ${r.action} recorded from state ${before.is_enabled}, expected ${state}`);
-    if (r.app_id !== ownerOf(id, APPS)) problems.push(`webhook ${id}: record for ${r.app_id}`);
+    if (id <= WEBHOOKS && r.app_id !== ownerOf(id, APPS)) problems.push(`webhook ${id}: record for ${r.app_id}`);
     if (r.action === 'delete') deleted = true;
     else if ((r.action === 'enable') === (state === 1))
       problems.push(`webhook ${id}: ${r.action} but it was already ${state}`);
@@ -134,7 +170,9 @@ for (let id = 1; id <= WEBHOOKS; id++) {
 }
 await worker.dispose();
 
-console.log(`audit: ${audit.length} records for ${WEBHOOKS} webhooks (${successfulDeletes.size} deleted)`);
+console.log(
+  `audit: ${audit.length} records for ${WEBHOOKS} seeded and ${made.length} registered webhooks (${successfulDeletes.size} deleted)`,
+);
 if (serverErrors > 0) problems.push(`${serverErrors} replies were 5xx`);
 if (problems.length > 0) {
   console.error(`FAILED: ${problems.length} problems\n${problems.slice(0, 20).join('\n')}`);
