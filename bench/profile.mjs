@@ -1,5 +1,6 @@
-// npm run profile -- [rejected|put|get|list]: a CPU profile of the Worker's isolate in workerd, taken over
-// the inspector while autocannon drives one scenario, printed as self time per function. Built
+// npm run profile -- [rejected|put|get|list] [--floor]: a CPU profile of the Worker's isolate in
+// workerd (or, with --floor, of the floor worker's), taken over the inspector while autocannon
+// drives one scenario, printed as self time per function and as busy CPU time per request. Built
 // unminified so that the names mean something.
 import autocannon from 'autocannon';
 import { build } from 'esbuild';
@@ -8,15 +9,22 @@ import { ownerOf, PATH, startWorker, tokenFor } from './harness.mjs';
 
 const scenario = process.argv[2] ?? 'rejected';
 const APPS = 10;
+const floor = process.argv.includes('--floor');
 const { outputFiles } = await build({
-  entryPoints: [new URL('../src/index.ts', import.meta.url).pathname],
+  entryPoints: [new URL(floor ? 'floor-worker.ts' : '../src/index.ts', import.meta.url).pathname],
   bundle: true,
   format: 'esm',
   write: false,
   conditions: ['workerd', 'worker', 'browser'],
 });
 const inspectorPort = 9239;
-const worker = await startWorker({ script: outputFiles[0].text, apps: APPS, perApp: 5000, inspectorPort });
+const worker = await startWorker({
+  script: outputFiles[0].text,
+  apps: APPS,
+  perApp: 5000,
+  inspectorPort,
+  bindings: { FLOOR_SESSIONS: '1' },
+});
 
 // The Chrome DevTools Protocol, over the inspector's WebSocket for the user worker.
 const targets = await (await fetch(`http://127.0.0.1:${inspectorPort}/json`)).json();
@@ -42,7 +50,11 @@ const owned = (id) => ({
 });
 const request =
   scenario === 'list'
-    ? () => ({ method: 'GET', path: PATH, headers: owned(1 + (n++ % APPS)) })
+    ? () => {
+        const id = 1 + (n++ % APPS);
+        // The floor knows the application from this header, the service from the token.
+        return { method: 'GET', path: PATH, headers: { ...owned(id), 'x-bench-app': ownerOf(id, APPS) } };
+      }
     : scenario === 'get'
       ? () => {
           const id = 1 + (n++ % 50_000);
@@ -67,7 +79,7 @@ const request =
 await send('Profiler.enable');
 await send('Profiler.setSamplingInterval', { interval: 50 });
 await send('Profiler.start');
-await autocannon({
+const load = await autocannon({
   url: worker.url,
   connections: 16,
   duration: 4,
@@ -86,7 +98,12 @@ profile.samples.forEach((id, i) => {
   self.set(key, (self.get(key) ?? 0) + profile.timeDeltas[i]);
   total += profile.timeDeltas[i];
 });
-console.log(`self time in the Worker's isolate, scenario "${scenario}":`);
+const idle = [...self].filter(([key]) => key.startsWith('(idle)')).reduce((t, [, v]) => t + v, 0);
+console.log(
+  `${floor ? 'floor' : 'service'}, scenario "${scenario}": ${load.requests.total} requests, ` +
+    `${((total - idle) / load.requests.total).toFixed(0)} µs of busy isolate time per request`,
+);
+console.log(`self time in the Worker's isolate:`);
 for (const [key, t] of [...self].sort((a, b) => b[1] - a[1]).slice(0, 25)) {
   console.log(`${((100 * t) / total).toFixed(1).padStart(5)}%  ${key}`);
 }
