@@ -24,6 +24,8 @@ const worker = await startWorker({
   perApp: 5000,
   inspectorPort,
   bindings: { FLOOR_SESSIONS: '1' },
+  // --no-limiters: diagnostic, to see what the rate-limit bindings cost.
+  limiters: !process.argv.includes('--no-limiters'),
 });
 
 // The Chrome DevTools Protocol, over the inspector's WebSocket for the user worker.
