@@ -158,8 +158,8 @@ export type CreateOutcome =
   | { outcome: 'key-reused' | 'duplicate' | 'full' };
 
 /**
- * Registers a webhook, with its create record (and the Idempotency-Key's reply) in the same
- * batch. The rules hold under concurrency because the insert checks them itself, and D1 runs a
+ * Registers a webhook, with its create record (and the Idempotency-Key, with the webhook's row as
+ * created) in the same batch. The rules hold under concurrency because the insert checks them itself, and D1 runs a
  * batch as one transaction: no earlier attempt of this request made one (write id), the key is
  * unused, the URL is not registered for the application, and it has fewer than `cap` webhooks.
  * The last statement reads back why, in order: ours, the key's, a duplicate, the cap.
