@@ -67,7 +67,8 @@ export async function registerWebhook(c: Context<AppEnv>): Promise<Response> {
     case 'replayed': {
       const { webhook } = result;
       c.set('webhookId', webhook.id);
-      const headers: Record<string, string> = { location: `/v1.0/app/nft/webhook?webhook_id=${webhook.id}` };
+      // The route's own path (WEBHOOK_PATH): where the webhook is read.
+      const headers: Record<string, string> = { location: `${c.req.path}?webhook_id=${webhook.id}` };
       if (result.outcome === 'replayed') headers['idempotent-replayed'] = 'true';
       return success(c, { status: 201, value: webhookJson(webhook), headers });
     }
