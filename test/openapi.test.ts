@@ -203,10 +203,22 @@ describe('docs/openapi.json', () => {
     await expectDocumented(await SELF.fetch(URL_, { method: 'PATCH' }), 'other-method');
   });
 
+  /** Sends each body to the Worker: the schema must accept exactly those it does not refuse (400). */
+  async function expectSchemaAgrees(schemaName: string, method: 'PUT' | 'POST', app: string, bodies: string[]) {
+    const token = await tokenFor(app);
+    const schema = resolve({ $ref: `#/components/schemas/${schemaName}` });
+    for (const body of bodies) {
+      const res = await fetchWith(
+        {},
+        new Request(URL_, { method, headers: { ...bearer(token), 'content-type': 'application/json' }, body }),
+      );
+      await res.text();
+      expect(validate(schema, JSON.parse(body)).valid, body).toBe(res.status !== 400);
+    }
+  }
+
   it('its request body schema accepts and refuses what the Worker does', async () => {
-    const token = await tokenFor('app-a');
-    const schema = resolve({ $ref: '#/components/schemas/WebhookUpdate' });
-    const bodies = [
+    await expectSchemaAgrees('WebhookUpdate', 'PUT', 'app-a', [
       '{"webhook_id": 7}',
       '{"webhook_id": "7", "is_enabled": true}',
       '{"webhook_id": 7, "is_enabled": false, "extra": [1]}',
@@ -222,19 +234,11 @@ describe('docs/openapi.json', () => {
       '{"webhook_id": 7, "is_enabled": 1}',
       '{"is_enabled": true}',
       '[7]',
-    ];
-    for (const body of bodies) {
-      const res = await fetchWith({}, putRequest(bearer(token), body));
-      await res.text();
-      const accepted = res.status !== 400;
-      expect(validate(schema, JSON.parse(body)).valid, body).toBe(accepted);
-    }
+    ]);
   });
 
   it('its registration schema accepts and refuses the body shapes the Worker does', async () => {
-    const token = await tokenFor('app-schema');
-    const schema = resolve({ $ref: '#/components/schemas/WebhookRegistration' });
-    const bodies = [
+    await expectSchemaAgrees('WebhookRegistration', 'POST', 'app-schema', [
       '{"url": "https://hooks.example.com/s1"}',
       '{"url": "https://hooks.example.com/s2", "is_enabled": false}',
       '{"url": "https://hooks.example.com/s3", "extra": [1]}',
@@ -245,15 +249,7 @@ describe('docs/openapi.json', () => {
       `{"url": "https://hooks.example.com/${'a'.repeat(2048)}"}`,
       '{"is_enabled": true}',
       '["https://hooks.example.com/"]',
-    ];
-    for (const body of bodies) {
-      const res = await fetchWith(
-        {},
-        new Request(URL_, { method: 'POST', headers: { ...bearer(token), 'content-type': 'application/json' }, body }),
-      );
-      await res.text();
-      expect(validate(schema, JSON.parse(body)).valid, body).toBe(res.status !== 400);
-    }
+    ]);
   });
 
   it('names every code with the message the Worker sends', async () => {
