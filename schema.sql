@@ -11,16 +11,31 @@ CREATE TABLE IF NOT EXISTS webhooks (
   url        TEXT    NOT NULL,
   is_enabled INTEGER NOT NULL DEFAULT 1 CHECK (is_enabled IN (0, 1)),
   created_at TEXT    NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
-  updated_at TEXT    NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))
+  updated_at TEXT    NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
+  -- The event types it receives (JSON array of strings); NULL: every type.
+  event_types TEXT CHECK (event_types IS NULL OR json_valid(event_types)),
+  -- Signing secret, encrypted (AES-256-GCM under WEBHOOK_SECRET_KEY), never clear text; NULL for a
+  -- webhook registered before secrets existed, until one is needed. previous_secret signs too
+  -- until previous_secret_until (a rotation's overlap).
+  secret TEXT,
+  previous_secret TEXT,
+  previous_secret_until TEXT,
+  -- First failed attempt since the last successful one; NULL while healthy (auto-disable).
+  failing_since TEXT,
+  -- 0: a URL stored before URLs were normalised, not normalised yet (done before the
+  -- application's next registration, so duplicates are found against every row).
+  url_checked INTEGER NOT NULL DEFAULT 1 CHECK (url_checked IN (0, 1))
 );
 
 -- Listing (keyset on the rowid within one application) and ownership checks.
 CREATE INDEX IF NOT EXISTS webhooks_by_app ON webhooks (app_id);
 -- POST's duplicate check. Not UNIQUE: rows from before the rule may repeat a URL.
 CREATE INDEX IF NOT EXISTS webhooks_by_app_url ON webhooks (app_id, url);
+CREATE INDEX IF NOT EXISTS webhooks_unchecked_urls ON webhooks (app_id) WHERE url_checked = 0;
 
--- Append-only history: one record for every change the API makes (create, enable, disable,
--- delete), written in the same D1 batch (transaction) as the change. row_before is the whole row
+-- Append-only history: one record for every change (create, enable, disable, delete,
+-- rotate_secret), by an application or by the service itself (actor 'system', with a reason:
+-- a webhook disabled after failing, or answering 410 Gone), written in the same D1 batch (transaction) as the change. row_before is the whole row
 -- before the change (for create: the row as created), so a deleted webhook is never lost.
 -- write_id is the id the Worker gives one request's write, kept across its retries, so a retried
 -- create finds the webhook its first attempt made. The Worker only ever INSERTs here.
@@ -28,13 +43,14 @@ CREATE TABLE IF NOT EXISTS webhook_audit (
   audit_id   INTEGER PRIMARY KEY AUTOINCREMENT,
   webhook_id INTEGER NOT NULL,
   app_id     TEXT    NOT NULL,
-  action     TEXT    NOT NULL CHECK (action IN ('create', 'enable', 'disable', 'delete')),
+  action     TEXT    NOT NULL CHECK (action IN ('create', 'enable', 'disable', 'delete', 'rotate_secret')),
   row_before TEXT    NOT NULL CHECK (json_valid(row_before)),
   actor      TEXT    NOT NULL,
   actor_jti  TEXT,
   request_id TEXT    NOT NULL,
   created_at TEXT    NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
-  write_id   TEXT
+  write_id   TEXT,
+  reason     TEXT
 );
 
 -- DELETE's idempotency check looks up the delete record of one webhook.
@@ -54,3 +70,51 @@ CREATE TABLE IF NOT EXISTS idempotency_keys (
   PRIMARY KEY (app_id, idem_key)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS idempotency_keys_by_age ON idempotency_keys (created_at);
+
+-- An event the platform published, and the exact body every attempt of it sends.
+-- source_key makes publishing idempotent per application: 'id:' + the publisher's id, or
+-- 'msg:' + the queue message's id; NULL when neither (each publish is then a new event).
+CREATE TABLE IF NOT EXISTS events (
+  event_id   TEXT PRIMARY KEY,
+  app_id     TEXT NOT NULL,
+  source_key TEXT,
+  type       TEXT NOT NULL,
+  payload    TEXT NOT NULL,
+  created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))
+);
+CREATE UNIQUE INDEX IF NOT EXISTS events_by_source ON events (app_id, source_key) WHERE source_key IS NOT NULL;
+CREATE INDEX IF NOT EXISTS events_by_age ON events (created_at);
+
+-- One event to one webhook. Written in the same batch as its event; the queue only carries its id.
+-- schedule_start: the attempts made before the retry schedule last (re)started.
+CREATE TABLE IF NOT EXISTS deliveries (
+  delivery_id     INTEGER PRIMARY KEY AUTOINCREMENT,
+  event_id        TEXT    NOT NULL,
+  webhook_id      INTEGER NOT NULL,
+  app_id          TEXT    NOT NULL,
+  status          TEXT    NOT NULL DEFAULT 'pending'
+                    CHECK (status IN ('pending', 'succeeded', 'failed', 'cancelled')),
+  attempts        INTEGER NOT NULL DEFAULT 0,
+  schedule_start  INTEGER NOT NULL DEFAULT 0,
+  next_attempt_at TEXT,
+  last_attempt_at TEXT,
+  last_status     INTEGER,
+  last_error      TEXT,
+  created_at      TEXT    NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
+  UNIQUE (event_id, webhook_id)
+);
+CREATE INDEX IF NOT EXISTS deliveries_by_webhook ON deliveries (webhook_id, delivery_id);
+CREATE INDEX IF NOT EXISTS deliveries_due ON deliveries (next_attempt_at) WHERE status = 'pending';
+CREATE INDEX IF NOT EXISTS deliveries_by_age ON deliveries (created_at);
+
+-- Every attempt as it happened: HTTP status or error kind, duration, the first 1 KiB of the reply.
+CREATE TABLE IF NOT EXISTS delivery_attempts (
+  delivery_id  INTEGER NOT NULL,
+  attempt      INTEGER NOT NULL,
+  attempted_at TEXT    NOT NULL,
+  status       INTEGER,
+  error        TEXT CHECK (error IS NULL OR error IN ('timeout', 'connection', 'tls', 'url_refused')),
+  duration_ms  INTEGER NOT NULL,
+  body         TEXT,
+  PRIMARY KEY (delivery_id, attempt)
+) WITHOUT ROWID;

@@ -21,8 +21,26 @@ export interface Webhook {
   webhook_id: string;
   url: string;
   is_enabled: boolean;
+  /** The event types it receives; null: every type. */
+  event_types: string[] | null;
   created_at: string;
   updated_at: string;
+}
+
+/** A webhook just registered: with its signing secret (`whsec_...`), shown only here and by getSecret. */
+export interface CreatedWebhook extends Webhook {
+  secret: string;
+}
+
+/** An event for an application's webhooks (platform services only). */
+export interface NftEvent {
+  /** The application whose webhooks receive it. */
+  app_id: string;
+  /** e.g. NEW_NFT, MOD_NFT, MEMBER_NFT_ADD. */
+  type: string;
+  data: Record<string, unknown>;
+  /** Makes publishing idempotent: the same id for the same application is one event. */
+  id?: string;
 }
 
 /** One page of the list. */
@@ -73,6 +91,7 @@ export class WebhookApiError extends Error {
 }
 
 const PATH = '/v1.0/app/nft/webhook';
+const EVENT_PATH = '/v1.0/platform/nft/event';
 
 /**
  * Parses a reply, keeping `webhook_id`s exact: the API writes them as JSON integers, which
@@ -113,9 +132,32 @@ export class WebhookClient {
    * Registers a webhook. Each call gets its own Idempotency-Key, reused by its retries, so a
    * retry after a lost reply never registers it twice.
    */
-  async createWebhook(url: string, { enabled = true, idempotencyKey = crypto.randomUUID() } = {}): Promise<Webhook> {
-    const body = JSON.stringify({ url, is_enabled: enabled });
-    return (await this.#call('POST', PATH, body, { 'idempotency-key': idempotencyKey })) as Webhook;
+  async createWebhook(
+    url: string,
+    {
+      enabled = true,
+      eventTypes = null,
+      idempotencyKey = crypto.randomUUID(),
+    }: { enabled?: boolean; eventTypes?: string[] | null; idempotencyKey?: string } = {},
+  ): Promise<CreatedWebhook> {
+    const body = JSON.stringify({ url, is_enabled: enabled, event_types: eventTypes });
+    return (await this.#call('POST', PATH, body, { 'idempotency-key': idempotencyKey })) as CreatedWebhook;
+  }
+
+  /** A webhook's signing secret (`whsec_...`), to verify what it receives. */
+  async getSecret(webhookId: WebhookId): Promise<string> {
+    const value = (await this.#call('GET', `${PATH}/secret?webhook_id=${idText(webhookId)}`)) as { secret: string };
+    return value.secret;
+  }
+
+  /**
+   * Publishes an event to an application's webhooks (a platform service's token, with the
+   * `events:publish` scope). Give `event.id` to make retries safe: the same id is one event.
+   * Returns the event id that receivers see as `webhook-id`.
+   */
+  async publishEvent(event: NftEvent): Promise<string> {
+    const value = (await this.#call('POST', EVENT_PATH, JSON.stringify(event))) as { event_id: string };
+    return value.event_id;
   }
 
   /** One webhook of this application. */
@@ -170,8 +212,8 @@ export class WebhookClient {
     await this.#call('DELETE', `${PATH}?webhook_id=${idText(webhookId)}`);
   }
 
-  // Every call is safe to retry: GET reads, PUT and DELETE are idempotent, and POST carries an
-  // Idempotency-Key. Returns the reply's `value`, if any.
+  // Every call is safe to retry: GET reads, PUT and DELETE are idempotent, a webhook's POST carries
+  // an Idempotency-Key (and an event's, its id when given). Returns the reply's `value`, if any.
   async #call(
     method: 'GET' | 'POST' | 'PUT' | 'DELETE',
     path: string,
@@ -198,7 +240,7 @@ export class WebhookClient {
       }
       this.#bookmark = res.headers.get('x-d1-bookmark') ?? this.#bookmark;
       const envelope = parseReply(await res.text());
-      if ((res.status === 200 || res.status === 201) && envelope.return === 0) return envelope.value;
+      if (res.status >= 200 && res.status <= 202 && envelope.return === 0) return envelope.value;
       const header = res.headers.get('retry-after');
       const retryAfter = header !== null && /^\d+$/.test(header) ? Number(header) : undefined;
       const retryable = res.status === 429 || res.status === 503;

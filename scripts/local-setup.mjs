@@ -3,16 +3,25 @@
 // and demo webhooks seeded into a database that never had any.
 import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { appendFileSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { DEV_VARS } from './dev-vars.mjs';
 
 const root = new URL('..', import.meta.url);
 
+const secretKeyLine = () => `WEBHOOK_SECRET_KEY=${randomBytes(32).toString('base64')}`;
 if (!existsSync(DEV_VARS)) {
   const example = readFileSync(new URL('.dev.vars.example', root), 'utf8');
   const secret = randomBytes(48).toString('base64url');
-  writeFileSync(DEV_VARS, example.replace(/^JWT_SECRET=.*$/m, `JWT_SECRET=${secret}`), { mode: 0o600 });
-  console.log('Created .dev.vars with a random JWT_SECRET.');
+  writeFileSync(
+    DEV_VARS,
+    example.replace(/^JWT_SECRET=.*$/m, `JWT_SECRET=${secret}`).replace(/^WEBHOOK_SECRET_KEY=.*$/m, secretKeyLine()),
+    { mode: 0o600 },
+  );
+  console.log('Created .dev.vars with a random JWT_SECRET and WEBHOOK_SECRET_KEY.');
+} else if (!/^WEBHOOK_SECRET_KEY=\S/m.test(readFileSync(DEV_VARS, 'utf8'))) {
+  // A .dev.vars from before deliveries: it gains the key that encrypts signing secrets.
+  appendFileSync(DEV_VARS, `\n# Encrypts webhooks' signing secrets at rest.\n${secretKeyLine()}\n`);
+  console.log('Added a random WEBHOOK_SECRET_KEY to .dev.vars.');
 }
 
 const wrangler = (...args) => {

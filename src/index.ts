@@ -1,11 +1,16 @@
 import { HonoBase } from 'hono/hono-base';
 import { RegExpRouter } from 'hono/router/reg-exp-router';
+import { runCron } from './cron';
+import { consumeDeliveries } from './deliveries/consumer';
+import { consumeEvents } from './events/consumer';
+import { mountEvents } from './events/routes';
 import { accessLog } from './http/access-log';
 import { discardBody } from './http/body';
 import { bookmarkHeader, Code, envelope, failureReply, requestId, requestIdOf } from './http/envelope';
+import { log } from './http/log';
+import { operationCode, operationOf } from './http/operations';
 import type { AppEnv } from './types';
-import { purgeExpiredKeys } from './webhooks/purge';
-import { mountWebhooks, webhookOperation } from './webhooks/routes';
+import { mountWebhooks } from './webhooks/routes';
 
 // The main module exports the handlers only: workerd refuses any other named export.
 
@@ -13,10 +18,15 @@ import { mountWebhooks, webhookOperation } from './webhooks/routes';
 // smaller Linear and Pattern routers do not give.
 const app = new HonoBase<AppEnv>({ router: new RegExpRouter() });
 
-app.use(accessLog(webhookOperation));
+app.use(accessLog((method, path) => operationOf(method, path)?.name ?? null));
 mountWebhooks(app);
+mountEvents(app);
 app.notFound((c) => envelope(404, Code.notFound, requestId(c)));
-app.onError((err, c) => failureReply(err, c.req.method, requestId(c), bookmarkHeader(c)));
+app.onError((err, c) => failureReply(err, operationCode(c.req.method, c.req.path), requestId(c), bookmarkHeader(c)));
+
+/** The queues this Worker consumes (wrangler.toml [[queues.consumers]]), by name: environments add a suffix. */
+const EVENTS_QUEUE = /^nft-webhook-events(-\w+)?$/;
+const DELIVERIES_QUEUE = /^nft-webhook-deliveries(-\w+)?$/;
 
 export default {
   async fetch(request, env, ctx) {
@@ -25,12 +35,20 @@ export default {
       response = await app.fetch(request, env, ctx);
     } catch (err) {
       // The last line of defence: whatever escapes Hono still answers an envelope.
-      response = failureReply(err, request.method, requestIdOf(request));
+      const path = new URL(request.url).pathname;
+      response = failureReply(err, operationCode(request.method, path), requestIdOf(request));
     }
     await discardBody(request);
     return response;
   },
 
+  async queue(batch, env) {
+    if (DELIVERIES_QUEUE.test(batch.queue)) return consumeDeliveries(batch, env);
+    if (EVENTS_QUEUE.test(batch.queue)) return consumeEvents(batch, env);
+    log('error', { msg: 'a batch from a queue this Worker does not consume was retried', queue: batch.queue });
+    batch.retryAll();
+  },
+
   // The Cron Trigger (wrangler.toml [triggers]).
-  scheduled: purgeExpiredKeys,
+  scheduled: runCron,
 } satisfies ExportedHandler<CloudflareBindings>;

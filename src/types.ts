@@ -7,8 +7,12 @@ export type AppEnv = {
     appId: string;
     /** The token's `jti`, when it has one: recorded as part of the audit actor. */
     jti: string | null;
+    /** The token's `scope` claim, when it has one. */
+    scope: string | null;
     /** The webhook the request addresses, once its input is valid (for the log). */
     webhookId: string;
+    /** The event a publish stored (for the log). */
+    eventId: string;
     /** D1 calls made for the request, retries included (for the log). */
     d1Attempts: number;
     /** The request's D1 session bookmark once it used D1: sent back as X-D1-Bookmark. */

@@ -83,7 +83,10 @@ describe('examples/client.ts against the Worker', () => {
     for (let i = 0; i < 5; i++) made.push(await api.createWebhook(`https://hooks.example.com/client/${i}`));
     const disabled = await api.createWebhook('https://hooks.example.com/client/off', { enabled: false });
     expect(disabled.is_enabled).toBe(false);
-    expect(await api.getWebhook(made[2]!.webhook_id)).toEqual(made[2]);
+    // Only the registration shows the signing secret; getSecret reads it again.
+    const { secret, ...shown } = made[2]!;
+    expect(await api.getWebhook(made[2]!.webhook_id)).toEqual(shown);
+    expect(await api.getSecret(made[2]!.webhook_id)).toBe(secret);
 
     const all = [];
     for await (const webhook of api.webhooks({ limit: 2 })) all.push(webhook.webhook_id);

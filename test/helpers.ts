@@ -98,6 +98,7 @@ export interface Webhook {
   webhook_id: number;
   url: string;
   is_enabled: boolean;
+  event_types: string[] | null;
   created_at: string;
   updated_at: string;
 }
@@ -153,13 +154,14 @@ export interface WebhookRow {
   app_id: string;
   url: string;
   is_enabled: number;
+  event_types: string | null;
   created_at: string;
   updated_at: string;
 }
 
 export async function webhookRow(id: string): Promise<WebhookRow | null> {
   return env.DB.prepare(
-    `SELECT CAST(webhook_id AS TEXT) AS webhook_id, app_id, url, is_enabled, created_at, updated_at
+    `SELECT CAST(webhook_id AS TEXT) AS webhook_id, app_id, url, is_enabled, event_types, created_at, updated_at
      FROM webhooks WHERE webhook_id = CAST(?1 AS INTEGER)`,
   )
     .bind(id)
@@ -201,7 +203,7 @@ export async function snapshot(): Promise<unknown> {
 /** The application's webhooks, oldest first, as the tables hold them. */
 export async function webhooksOf(appId: string): Promise<WebhookRow[]> {
   const { results } = await env.DB.prepare(
-    `SELECT CAST(webhook_id AS TEXT) AS webhook_id, app_id, url, is_enabled, created_at, updated_at
+    `SELECT CAST(webhook_id AS TEXT) AS webhook_id, app_id, url, is_enabled, event_types, created_at, updated_at
      FROM webhooks WHERE app_id = ?1 ORDER BY webhook_id`,
   )
     .bind(appId)

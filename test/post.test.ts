@@ -51,8 +51,10 @@ describe('POST /v1.0/app/nft/webhook', () => {
       webhook_id: value.webhook_id,
       url: 'https://hooks.example.com/nft',
       is_enabled: true,
+      event_types: null,
       created_at: expect.stringMatching(ISO_UTC),
       updated_at: value.created_at,
+      secret: expect.stringMatching(/^whsec_[A-Za-z0-9+/]{43}=$/),
     });
     const row = await webhookRow(id);
     expect(row).toEqual({
@@ -60,6 +62,7 @@ describe('POST /v1.0/app/nft/webhook', () => {
       app_id: app,
       url: 'https://hooks.example.com/nft',
       is_enabled: 1,
+      event_types: null,
       created_at: value.created_at,
       updated_at: value.updated_at,
     });
@@ -453,7 +456,14 @@ describe('POST /v1.0/app/nft/webhook', () => {
 
     it('never makes a second webhook on a retry, even when the first was deleted in between', async () => {
       const app = freshApp();
-      const hook = { url: 'https://hooks.example.com/gone', enabled: true, cap: 100, writeId: crypto.randomUUID() };
+      const hook = {
+        url: 'https://hooks.example.com/gone',
+        enabled: true,
+        eventTypes: null,
+        sealedSecret: 'v1.sealed',
+        cap: 100,
+        writeId: crypto.randomUUID(),
+      };
       const actor = { appId: app, jti: null, requestId: 'r' };
       const first = await createWebhook(env.DB, hook, actor);
       expect(first.outcome).toBe('created');
@@ -535,8 +545,10 @@ describe('the Cron Trigger', () => {
 
     const { results } = await env.DB.prepare('SELECT idem_key FROM idempotency_keys WHERE app_id = ?1').bind(app).all();
     expect(results).toEqual([{ idem_key: 'fresh' }]);
-    const line = info.mock.calls.map((c) => JSON.parse(String(c[0]))).find((l) => l.msg === 'idempotency keys purged');
-    expect(line).toMatchObject({ purged: 2, cron: '17 * * * *' });
+    const line = info.mock.calls
+      .map((c) => JSON.parse(String(c[0])))
+      .find((l) => l.msg === 'cron: expired idempotency keys purged');
+    expect(line).toMatchObject({ rows: 2, cron: '17 * * * *' });
     // The webhooks those keys made are not touched.
     expect(await webhooksOf(app)).toHaveLength(3);
   });

@@ -33,6 +33,7 @@ async function schemaOf(db: D1Database): Promise<Record<string, string>> {
       .replace(/"(\w+)"/g, '$1')
       .replace(/\( /g, '(')
       .replace(/ \)/g, ')')
+      .replace(/ ,/g, ',')
       .trim();
   return Object.fromEntries(results.map((r) => [`${r.type} ${r.name}`, fold(r.sql)]));
 }
@@ -78,7 +79,11 @@ describe('schema.sql and migrations/', () => {
     ]);
     const dump = async () => {
       const [hooks, audit] = await db.batch([
-        db.prepare('SELECT *, CAST(webhook_id AS TEXT) AS id FROM webhooks ORDER BY webhook_id'),
+        // The first release's columns; the later ones are checked below.
+        db.prepare(
+          `SELECT webhook_id, app_id, url, is_enabled, created_at, updated_at, CAST(webhook_id AS TEXT) AS id
+           FROM webhooks ORDER BY webhook_id`,
+        ),
         db.prepare(
           `SELECT audit_id, CAST(webhook_id AS TEXT) AS id, app_id, action, row_before, actor, actor_jti,
                   request_id, created_at
@@ -94,12 +99,26 @@ describe('schema.sql and migrations/', () => {
     expect(await schemaOf(db)).toEqual(await schemaOf(env.DB));
     await applyD1Migrations(db, env.TEST_MIGRATIONS);
     expect(await dump()).toEqual(before);
+    // Columns added later start as the rows' history says: every event type, no secret yet, healthy,
+    // URLs not yet brought to their normalised form.
+    const added = await db
+      .prepare('SELECT DISTINCT event_types, secret, previous_secret, failing_since, url_checked FROM webhooks')
+      .all();
+    expect(added.results).toEqual([
+      { event_types: null, secret: null, previous_secret: null, failing_since: null, url_checked: 0 },
+    ]);
 
     // The upgraded database serves the new release: the new rules hold for new registrations,
     // and ids go on from the old sequence.
     const token = await tokenFor('app-a');
     const dup = await fetchWith({ DB: db }, postRequest({ url: 'https://dup.example/hook' }, bearer(token)));
     expect(dup.status).toBe(409);
+    // A URL stored before URLs were normalised counts in its normalised form.
+    const legacy = await fetchWith(
+      { DB: db },
+      postRequest({ url: 'https://upper.example/x' }, bearer(await tokenFor('app-b'))),
+    );
+    expect(legacy.status).toBe(409);
     const { value } = await expectValue<{ webhook_id: number }>(
       await fetchWith({ DB: db }, postRequest({ url: 'https://new.example/hook' }, bearer(token))),
       201,

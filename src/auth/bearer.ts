@@ -44,6 +44,8 @@ export const KEYS_RETRY_AFTER = 5;
 interface Identity {
   appId: string;
   jti: string | null;
+  /** The `scope` claim (RFC 9068: space-separated), when it is a string. */
+  scope: string | null;
 }
 
 /** How long a verified token is taken on trust without verifying it again. */
@@ -111,7 +113,11 @@ export async function verifyToken(token: string, config: AuthConfig): Promise<Id
   }
   const appId = payload[config.appClaim];
   if (typeof appId !== 'string' || appId === '') throw invalidToken('token names no application', true);
-  const identity = { appId, jti: typeof payload.jti === 'string' ? payload.jti : null };
+  const identity = {
+    appId,
+    jti: typeof payload.jti === 'string' ? payload.jti : null,
+    scope: typeof payload.scope === 'string' ? payload.scope : null,
+  };
   rememberVerified(config, token, identity, payload);
   return identity;
 }
@@ -126,8 +132,24 @@ export const authenticate: MiddlewareHandler<AppEnv> = async (c, next) => {
     if (err instanceof ApiFailure && err.options.code === Code.invalidToken) throw await authFailure(c, err);
     throw err;
   }
-  const { appId, jti } = identity;
+  const { appId, jti, scope } = identity;
   c.set('appId', appId);
   c.set('jti', jti);
+  c.set('scope', scope);
   await next();
 };
+
+/**
+ * After `authenticate`: rejects a valid token whose `scope` claim lacks `scope` with 403 and the
+ * RFC 6750 `insufficient_scope` challenge (an application's ordinary token can never publish).
+ */
+export const requireScope =
+  (scope: string): MiddlewareHandler<AppEnv> =>
+  async (c, next) => {
+    if (!(c.get('scope')?.split(' ').includes(scope) ?? false)) {
+      throw new ApiFailure(403, `token lacks the ${scope} scope`, {
+        headers: { 'www-authenticate': `${REALM}, error="insufficient_scope", scope="${scope}"` },
+      });
+    }
+    await next();
+  };

@@ -17,6 +17,20 @@ function keepIdText(key: string, value: unknown, context?: { source?: string }):
   return new NumberText(Number.isSafeInteger(value) ? String(value) : '');
 }
 
+// Every JSON number keeps the digits it was sent with when written again (JSON.rawJSON): an event's
+// `data` reaches the webhooks as the publisher wrote it, never rounded through a double.
+const JSON_WITH_RAW = JSON as JSON & { rawJSON(text: string): unknown };
+function keepNumberText(_key: string, value: unknown, context?: { source?: string }): unknown {
+  if (typeof value !== 'number' || context?.source === undefined || String(value) === context.source) return value;
+  return JSON_WITH_RAW.rawJSON(context.source);
+}
+
+/** How a body is read: its largest size, and whether every number keeps its text. */
+export interface BodyOptions {
+  maxBytes?: number;
+  exactNumbers?: boolean;
+}
+
 /** A JSON request body: its exact bytes and its parsed value. */
 export interface JsonBody {
   bytes: Uint8Array;
@@ -26,15 +40,20 @@ export interface JsonBody {
 const JSON_MEDIA_TYPE = /^application\/json[ \t]*(;|$)/i;
 
 /**
- * Reads a JSON body (PUT, POST): JSON media type (415), at most MAX_BODY_BYTES (413), strict
- * UTF-8 and valid JSON (400). A `webhook_id` number arrives as its NumberText.
+ * Reads a JSON body (PUT, POST): JSON media type (415), at most `maxBytes` (413; default
+ * MAX_BODY_BYTES), strict UTF-8 and valid JSON (400). A `webhook_id` number arrives as its
+ * NumberText; with `exactNumbers`, every number that JSON.stringify would write otherwise is
+ * kept as its source text.
  */
-export async function readJsonBody(req: Request): Promise<JsonBody> {
+export async function readJsonBody(
+  req: Request,
+  { maxBytes = MAX_BODY_BYTES, exactNumbers = false }: BodyOptions = {},
+): Promise<JsonBody> {
   const type = req.headers.get('content-type');
   if (type === null || !JSON_MEDIA_TYPE.test(type)) {
     throw new ApiFailure(415, 'Content-Type must be application/json');
   }
-  const bytes = await readLimited(req);
+  const bytes = await readLimited(req, maxBytes);
   let text: string;
   try {
     text = new TextDecoder('utf-8', { fatal: true, ignoreBOM: false }).decode(bytes);
@@ -43,7 +62,8 @@ export async function readJsonBody(req: Request): Promise<JsonBody> {
     throw err;
   }
   try {
-    return { bytes, value: JSON.parse(text, keepIdText as (key: string, value: unknown) => unknown) };
+    const reviver = exactNumbers ? keepNumberText : keepIdText;
+    return { bytes, value: JSON.parse(text, reviver as (key: string, value: unknown) => unknown) };
   } catch (err) {
     if (err instanceof SyntaxError) throw badInput('body is not valid JSON');
     throw err;
@@ -58,7 +78,7 @@ export function jsonObject(value: unknown): Record<string, unknown> {
   return value as Record<string, unknown>;
 }
 
-const tooLarge = () => new ApiFailure(413, `body larger than ${MAX_BODY_BYTES} bytes`);
+const tooLarge = (maxBytes: number) => new ApiFailure(413, `body larger than ${maxBytes} bytes`);
 
 /**
  * Most bytes of an unwanted body that are read (and thrown away) before giving up on it: the
@@ -86,10 +106,10 @@ async function drain(reader: ReadableStreamDefaultReader<Uint8Array>, seen = 0):
 }
 
 /**
- * Reads a body stream up to MAX_BODY_BYTES: its bytes, or null when it is longer (the rest is
- * read and dropped, see drain).
+ * Reads a body stream up to `maxBytes`: its bytes, or null when it is longer (the rest is read
+ * and dropped, see drain).
  */
-async function readAtMost(body: ReadableStream<Uint8Array>): Promise<Uint8Array | null> {
+async function readAtMost(body: ReadableStream<Uint8Array>, maxBytes: number): Promise<Uint8Array | null> {
   const reader = body.getReader();
   const chunks: Uint8Array[] = [];
   let size = 0;
@@ -97,7 +117,7 @@ async function readAtMost(body: ReadableStream<Uint8Array>): Promise<Uint8Array 
     const { done, value } = await reader.read();
     if (done) break;
     size += value.byteLength;
-    if (size > MAX_BODY_BYTES) {
+    if (size > maxBytes) {
       await drain(reader, size);
       return null;
     }
@@ -112,17 +132,17 @@ async function readAtMost(body: ReadableStream<Uint8Array>): Promise<Uint8Array 
   return bytes;
 }
 
-async function readLimited(req: Request): Promise<Uint8Array> {
+async function readLimited(req: Request, maxBytes: number): Promise<Uint8Array> {
   const declared = req.headers.get('content-length');
   if (declared !== null) {
     // The runtime delimits the body by Content-Length, so it cannot be longer than declared. A
     // body declared too long is not read here: the Worker drains it after the reply is made.
-    if (!/^\d+$/.test(declared) || Number(declared) > MAX_BODY_BYTES) throw tooLarge();
+    if (!/^\d+$/.test(declared) || Number(declared) > maxBytes) throw tooLarge(maxBytes);
     return new Uint8Array(await req.arrayBuffer());
   }
   if (req.body === null) return new Uint8Array();
-  const bytes = await readAtMost(req.body);
-  if (bytes === null) throw tooLarge();
+  const bytes = await readAtMost(req.body, maxBytes);
+  if (bytes === null) throw tooLarge(maxBytes);
   return bytes;
 }
 

@@ -3,7 +3,8 @@ import type { AppEnv } from '../types';
 import { log } from './log';
 
 /**
- * Result codes: the documented interface's, the extension's (POST 64061, GET 64060; CONTRACT §2),
+ * Result codes: the documented interface's (PUT 64062, DELETE 64063), the extension's (GET of
+ * webhooks and deliveries 64060, POST of a webhook 64061, events 64064, signing secrets 64065),
  * and the ones this service adds for routing.
  */
 export const Code = {
@@ -13,6 +14,8 @@ export const Code = {
   createFail: 64061,
   updateFail: 64062,
   deleteFail: 64063,
+  eventFail: 64064,
+  secretFail: 64065,
   notFound: 404,
   methodNotAllowed: 405,
   internal: 500,
@@ -26,21 +29,11 @@ const MESSAGES: Record<Code, string> = {
   [Code.createFail]: 'create fail',
   [Code.updateFail]: 'update fail',
   [Code.deleteFail]: 'delete fail',
+  [Code.eventFail]: 'event fail',
+  [Code.secretFail]: 'secret fail',
   [Code.notFound]: 'not found',
   [Code.methodNotAllowed]: 'method not allowed',
   [Code.internal]: 'internal error',
-};
-
-/** The code every failure of an operation carries (CONTRACT §2), chosen by the request's method. */
-export function operationCode(method: string): Code {
-  return OPERATION_CODES[method] ?? Code.internal;
-}
-
-const OPERATION_CODES: Record<string, Code> = {
-  GET: Code.queryFail,
-  POST: Code.createFail,
-  PUT: Code.updateFail,
-  DELETE: Code.deleteFail,
 };
 
 // V8's (and so workerd's) Error has a stack trace limit that the standard types do not declare.
@@ -160,15 +153,16 @@ export function success(
 }
 
 /**
- * The reply for a failure: known ones as they say, anything else a logged 500. `headers` are
- * added to it (the D1 bookmark of a request that used D1).
+ * The reply for a failure: known ones as they say, anything else a logged 500, with the
+ * operation's `code` unless the failure names its own. `headers` are added to it (the D1
+ * bookmark of a request that used D1).
  */
-export function failureReply(err: unknown, method: string, reqId: string, headers?: Record<string, string>): Response {
+export function failureReply(err: unknown, code: Code, reqId: string, headers?: Record<string, string>): Response {
   if (err instanceof ApiFailure) {
     // Details of a server-side failure go to the log, not to the client.
     const serverSide = err.status >= 500;
     if (serverSide) log('error', { request_id: reqId, msg: err.detail }, err.cause);
-    return envelope(err.status, err.options.code ?? operationCode(method), reqId, {
+    return envelope(err.status, err.options.code ?? code, reqId, {
       headers: serverSide
         ? { ...headers, ...err.options.headers }
         : { ...headers, 'x-error-detail': err.detail, ...err.options.headers },
@@ -178,5 +172,5 @@ export function failureReply(err: unknown, method: string, reqId: string, header
   const detail =
     err instanceof ConfigError ? `configuration error: ${err.setting}: ${err.message}` : 'unexpected error';
   log('error', { request_id: reqId, msg: detail }, err instanceof ConfigError ? undefined : err);
-  return envelope(500, operationCode(method), reqId, { headers, detail });
+  return envelope(500, code, reqId, { headers, detail });
 }

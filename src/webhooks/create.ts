@@ -1,12 +1,15 @@
 import type { Context } from 'hono';
+import { allowedOrigins } from '../deliveries/config';
+import { decryptSecret, sealedNewSecret, secretKey } from '../deliveries/signing';
+import { isEventType } from '../events/event';
 import { jsonObject, readJsonBody } from '../http/body';
 import { ApiFailure, badInput, ConfigError, conflict, success } from '../http/envelope';
 import type { AppEnv } from '../types';
 import { actorOf } from './actor';
 import { withD1 } from './d1';
 import { parseIdempotencyKey } from './params';
-import { webhookJson } from './representation';
-import { createWebhook } from './store';
+import { createdWebhookJson } from './representation';
+import { createWebhook, type NewWebhook, type UncheckedUrl } from './store';
 import { webhookUrl } from './url';
 
 /** Webhooks an application may have when WEBHOOKS_PER_APP is not set. */
@@ -24,13 +27,51 @@ export function webhooksPerApp(env: CloudflareBindings): number {
   return n;
 }
 
-/** POST's input (CONTRACT §9): `url`, and `is_enabled` (default true). Unknown fields are ignored. */
-export function webhookRegistration(body: unknown): { url: string; enabled: boolean } {
-  const { url, is_enabled: enabled = true } = jsonObject(body);
+/** Most event types one webhook may name. */
+export const MAX_EVENT_TYPES = 50;
+
+/** `event_types`: absent or null (every type), or 1 to 50 distinct types; as JSON text or null. */
+export function eventTypes(value: unknown): string | null {
+  if (value === undefined || value === null) return null;
+  if (
+    !Array.isArray(value) ||
+    value.length === 0 ||
+    value.length > MAX_EVENT_TYPES ||
+    !value.every(isEventType) ||
+    new Set(value).size !== value.length
+  ) {
+    throw badInput(`event_types must be null or 1 to ${MAX_EVENT_TYPES} distinct event types`);
+  }
+  return JSON.stringify(value);
+}
+
+/** A registration's input: `url`, `is_enabled` (default true), `event_types` (default null). */
+export interface WebhookRegistration {
+  url: string;
+  enabled: boolean;
+  eventTypes: string | null;
+}
+
+/** POST's input. Unknown fields are ignored. `allowed`: origins exempt from the URL's scheme and host rules. */
+export function webhookRegistration(body: unknown, allowed?: ReadonlySet<string>): WebhookRegistration {
+  const { url, is_enabled: enabled = true, event_types } = jsonObject(body);
   if (url === undefined) throw badInput('url is required');
   if (typeof url !== 'string') throw badInput('url must be a string');
   if (typeof enabled !== 'boolean') throw badInput('is_enabled must be true or false');
-  return { url: webhookUrl(url), enabled };
+  return { url: webhookUrl(url, allowed), enabled, eventTypes: eventTypes(event_types) };
+}
+
+/** What legacy URLs become: their normalised form, or themselves when they do not parse. */
+function normalised(urls: UncheckedUrl[]): NonNullable<NewWebhook['normalise']> {
+  return urls.map(({ id, url }) => {
+    let to = url;
+    try {
+      to = new URL(url).href;
+    } catch {
+      // Kept as it is: compared as stored.
+    }
+    return { id, from: url, to };
+  });
 }
 
 /** The Idempotency-Key header, when sent: 1 to 255 visible ASCII characters. */
@@ -53,15 +94,21 @@ async function bodyHash(bytes: Uint8Array): Promise<string> {
  */
 export async function registerWebhook(c: Context<AppEnv>): Promise<Response> {
   const cap = webhooksPerApp(c.env);
+  const allowed = allowedOrigins(c.env);
   const key = idempotencyKey(c.req.header('idempotency-key'));
   const { bytes, value } = await readJsonBody(c.req.raw);
-  const { url, enabled } = webhookRegistration(value);
+  const registration = webhookRegistration(value, allowed);
   const idempotency = key === undefined ? undefined : { key, hash: await bodyHash(bytes) };
-  // One id for this request's write, the same in every retry of its batch.
+  // One id and one secret for this request's write, the same in every retry of its batch.
   const writeId = crypto.randomUUID();
-  const result = await withD1(c, 'first-primary', (db) =>
-    createWebhook(db, { url, enabled, cap, writeId, idempotency }, actorOf(c)),
-  );
+  const { secret, sealed } = await sealedNewSecret(c.env);
+  const hook: NewWebhook = { ...registration, cap, writeId, idempotency, sealedSecret: sealed };
+  let result = await withD1(c, 'first-primary', (db) => createWebhook(db, hook, actorOf(c)));
+  if (result.outcome === 'unchecked') {
+    // Once per application with URLs stored before URLs were normalised.
+    hook.normalise = normalised(result.urls);
+    result = await withD1(c, 'first-primary', (db) => createWebhook(db, hook, actorOf(c)));
+  }
   switch (result.outcome) {
     case 'created':
     case 'replayed': {
@@ -69,9 +116,15 @@ export async function registerWebhook(c: Context<AppEnv>): Promise<Response> {
       c.set('webhookId', webhook.id);
       // The route's own path (WEBHOOK_PATH): where the webhook is read.
       const headers: Record<string, string> = { location: `${c.req.path}?webhook_id=${webhook.id}` };
-      if (result.outcome === 'replayed') headers['idempotent-replayed'] = 'true';
-      return success(c, { status: 201, value: webhookJson(webhook), headers });
+      let shown: string | null = secret;
+      if (result.outcome === 'replayed') {
+        headers['idempotent-replayed'] = 'true';
+        shown = result.sealedSecret === null ? null : await decryptSecret(await secretKey(c.env), result.sealedSecret);
+      }
+      return success(c, { status: 201, value: createdWebhookJson(webhook, shown), headers });
     }
+    case 'unchecked':
+      throw new Error('create: URLs to normalise after normalising them');
     case 'key-reused':
       throw new ApiFailure(422, 'Idempotency-Key was used with another request body');
     case 'duplicate':

@@ -36,22 +36,20 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 export type SessionStart = 'first-primary' | 'first-unconstrained' | { bookmark: string };
 
 /**
- * Runs one storage operation (one D1 round trip) for the request in a D1 session: transient D1
- * errors are retried with exponential backoff and jitter within a time budget; an overloaded or
- * still-failing database answers 503 with Retry-After; any other storage error 500. The session's
- * bookmark afterwards, success or failure, goes on the reply.
+ * Runs one storage operation (one D1 round trip): transient D1 errors are retried with
+ * exponential backoff and jitter within a time budget (`onRetry` is told of each retry); an
+ * overloaded or still-failing database is a 503 failure with Retry-After; any other storage
+ * error a 500. `onAttempt` is told of every attempt once it is over.
  */
-export async function withD1<T>(
-  c: Context<AppEnv>,
-  start: SessionStart,
-  operation: (db: Db) => Promise<T>,
+export async function retryD1<T>(
+  operation: () => Promise<T>,
+  onRetry: (attempt: number, err: unknown) => void,
+  onAttempt: (attempt: number) => void = () => {},
 ): Promise<T> {
   const started = Date.now();
-  const session = c.env.DB.withSession(typeof start === 'string' ? start : start.bookmark);
   for (let attempt = 1; ; attempt++) {
-    c.set('d1Attempts', attempt);
     try {
-      return await operation(session);
+      return await operation();
     } catch (err) {
       const message = err instanceof Error ? err.message : String(err);
       if (message.includes(OVERLOADED)) throw unavailable('storage overloaded', err);
@@ -61,10 +59,30 @@ export async function withD1<T>(
       if (attempt >= D1_MAX_ATTEMPTS || Date.now() - started + delay > D1_RETRY_BUDGET_MS) {
         throw unavailable('storage unavailable after retries', err);
       }
-      log('warn', { request_id: requestId(c), msg: 'retrying transient D1 error', attempt }, err);
+      onRetry(attempt, err);
       await sleep(delay);
     } finally {
-      c.set('bookmark', session.getBookmark());
+      onAttempt(attempt);
     }
   }
+}
+
+/**
+ * Runs one storage operation (one D1 round trip) for the request in a D1 session, with the
+ * retries of retryD1. The session's bookmark afterwards, success or failure, goes on the reply.
+ */
+export async function withD1<T>(
+  c: Context<AppEnv>,
+  start: SessionStart,
+  operation: (db: Db) => Promise<T>,
+): Promise<T> {
+  const session = c.env.DB.withSession(typeof start === 'string' ? start : start.bookmark);
+  return retryD1(
+    () => operation(session),
+    (attempt, err) => log('warn', { request_id: requestId(c), msg: 'retrying transient D1 error', attempt }, err),
+    (attempt) => {
+      c.set('d1Attempts', attempt);
+      c.set('bookmark', session.getBookmark());
+    },
+  );
 }

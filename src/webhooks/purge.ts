@@ -1,17 +1,26 @@
-import { log } from '../http/log';
 import { purgeIdempotencyKeys } from './store';
 
-/** Expired Idempotency-Keys deleted per statement, and statements per Cron run at most. */
+/** Rows deleted (or queued) per statement, and statements per Cron run at most. */
 export const PURGE_BATCH = 1000;
 const PURGE_MAX_BATCHES = 100;
 
-/** The Cron Trigger: forgets Idempotency-Keys past their 24 hours, in bounded statements. */
-export async function purgeExpiredKeys(controller: ScheduledController, env: CloudflareBindings): Promise<void> {
-  let purged = 0;
-  for (let i = 0; i < PURGE_MAX_BATCHES; i++) {
-    const n = await purgeIdempotencyKeys(env.DB, PURGE_BATCH);
-    purged += n;
-    if (n < PURGE_BATCH) break;
+/**
+ * Runs `step` (which handles at most `batch` rows and says how many it did) until one does
+ * fewer, at most `maxBatches` times: bounded work per Cron run. Returns the total.
+ */
+export async function inBatches(
+  step: (batch: number) => Promise<number>,
+  batch = PURGE_BATCH,
+  maxBatches = PURGE_MAX_BATCHES,
+): Promise<number> {
+  let total = 0;
+  for (let i = 0; i < maxBatches; i++) {
+    const n = await step(batch);
+    total += n;
+    if (n < batch) break;
   }
-  log('info', { msg: 'idempotency keys purged', cron: controller.cron, purged });
+  return total;
 }
+
+/** Forgets Idempotency-Keys past their 24 hours; returns how many. */
+export const purgeExpiredKeys = (env: CloudflareBindings) => inBatches((n) => purgeIdempotencyKeys(env.DB, n));

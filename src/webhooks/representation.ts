@@ -1,4 +1,4 @@
-// How the API writes webhooks (CONTRACT §9, §10): the one place that turns store rows into JSON.
+// How the API writes webhooks: the one place that turns store rows into JSON.
 import type { WebhookRow } from './store';
 
 /**
@@ -6,8 +6,20 @@ import type { WebhookRow } from './store';
  * exact int64 digits are written (never a double's); the other fields go through JSON.stringify.
  */
 export function webhookJson(row: WebhookRow): string {
-  return `{"webhook_id":${row.id},"url":${JSON.stringify(row.url)},"is_enabled":${row.is_enabled === 1},"created_at":${JSON.stringify(row.created_at)},"updated_at":${JSON.stringify(row.updated_at)}}`;
+  return `{"webhook_id":${row.id},"url":${JSON.stringify(row.url)},"is_enabled":${row.is_enabled === 1},"event_types":${row.event_types ?? 'null'},"created_at":${JSON.stringify(row.created_at)},"updated_at":${JSON.stringify(row.updated_at)}}`;
 }
+
+/**
+ * The webhook object of POST's 201 (and its replay): the only reply that shows a webhook with its
+ * signing secret. A replay of a key stored before webhooks had secrets has none.
+ */
+export function createdWebhookJson(row: WebhookRow, secret: string | null): string {
+  const webhook = webhookJson(row);
+  return secret === null ? webhook : `${webhook.slice(0, -1)},"secret":${JSON.stringify(secret)}}`;
+}
+
+/** The `value` of a signing secret's reply. */
+export const secretJson = (secret: string) => `{"secret":${JSON.stringify(secret)}}`;
 
 /** A list page: the webhooks and the cursor of the next page (null on the last). */
 export function pageJson(rows: WebhookRow[], nextCursor: string | null): string {

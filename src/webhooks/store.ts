@@ -14,18 +14,21 @@ export interface Actor {
   requestId: string;
 }
 
-const NOW = `strftime('%Y-%m-%dT%H:%M:%fZ', 'now')`;
+export const NOW = `strftime('%Y-%m-%dT%H:%M:%fZ', 'now')`;
 
-// The whole row, as JSON text, for the audit record. SQLite writes the integer id exactly.
-const ROW_JSON = `json_object(
+// The whole row, as JSON text, for the audit record. SQLite writes the integer id exactly. The
+// signing secrets are never part of it.
+export const ROW_JSON = `json_object(
     'webhook_id', webhook_id, 'app_id', app_id, 'url', url, 'is_enabled', is_enabled,
-    'created_at', created_at, 'updated_at', updated_at)`;
+    'event_types', json(event_types), 'created_at', created_at, 'updated_at', updated_at)`;
 
 /** A webhook as the store returns it: the id as decimal text, `is_enabled` as stored (0/1). */
 export interface WebhookRow {
   id: string;
   url: string;
   is_enabled: number;
+  /** JSON text of the event types it receives; null: every type. */
+  event_types: string | null;
   created_at: string;
   updated_at: string;
 }
@@ -35,7 +38,13 @@ export interface WebhookRow {
  * of a row's JSON.
  */
 const rowColumns = (column: (name: string) => string = (name) => name, prefix = '') =>
-  `CAST(${column('webhook_id')} AS TEXT) AS ${prefix}id, ${['url', 'is_enabled', 'created_at', 'updated_at']
+  `CAST(${column('webhook_id')} AS TEXT) AS ${prefix}id, ${[
+    'url',
+    'is_enabled',
+    'event_types',
+    'created_at',
+    'updated_at',
+  ]
     .map((name) => `${column(name)} AS ${prefix}${name}`)
     .join(', ')}`;
 const COLUMNS = rowColumns();
@@ -50,6 +59,7 @@ function prefixed(row: Record<string, unknown>, prefix: string): WebhookRow | un
     id: pick('id'),
     url: pick('url'),
     is_enabled: pick('is_enabled'),
+    event_types: pick('event_types') ?? null,
     created_at: pick('created_at'),
     updated_at: pick('updated_at'),
   } as WebhookRow;
@@ -57,7 +67,7 @@ function prefixed(row: Record<string, unknown>, prefix: string): WebhookRow | un
 
 const OWNED = 'webhook_id = CAST(?1 AS INTEGER) AND app_id = ?2';
 
-const AUDIT_COLUMNS = 'webhook_id, app_id, action, row_before, actor, actor_jti, request_id';
+export const AUDIT_COLUMNS = 'webhook_id, app_id, action, row_before, actor, actor_jti, request_id';
 
 // ---- PUT ------------------------------------------------------------------------------------------
 
@@ -142,41 +152,72 @@ const KEY_EXPIRED = `created_at <= strftime('%Y-%m-%dT%H:%M:%fZ', 'now', '-${IDE
 export interface NewWebhook {
   url: string;
   enabled: boolean;
+  /** JSON text of the event types it receives; null: every type. */
+  eventTypes: string | null;
+  /** Its signing secret, encrypted. */
+  sealedSecret: string;
   /** The most webhooks the application may have (WEBHOOKS_PER_APP). */
   cap: number;
   /** Unique to this request and kept across its retries: finds what an earlier attempt made. */
   writeId: string;
   /** The request's Idempotency-Key and a hash of its body bytes, when it sent one. */
   idempotency?: { key: string; hash: string };
+  /**
+   * The application's URLs stored before URLs were normalised, each with its normalised form:
+   * brought to that form in the same batch, before the duplicate check looks at them.
+   */
+  normalise?: { id: string; from: string; to: string }[];
+}
+
+/** A URL stored before URLs were normalised: its webhook's id and the URL as stored. */
+export interface UncheckedUrl {
+  id: string;
+  url: string;
 }
 
 export type CreateOutcome =
   /** Made by this request (by this attempt, or by an earlier attempt whose reply was lost). */
   | { outcome: 'created'; webhook: WebhookRow }
-  /** The Idempotency-Key's first request made it: that webhook as it was made, again. */
-  | { outcome: 'replayed'; webhook: WebhookRow }
+  /**
+   * The Idempotency-Key's first request made it: that webhook as it was made, again, with its
+   * secret as first stored (null for a key stored before webhooks had secrets).
+   */
+  | { outcome: 'replayed'; webhook: WebhookRow; sealedSecret: string | null }
+  /** Nothing made: the application has URLs to normalise first (then call again with them). */
+  | { outcome: 'unchecked'; urls: UncheckedUrl[] }
   | { outcome: 'key-reused' | 'duplicate' | 'full' };
 
 /**
  * Registers a webhook, with its create record (and the Idempotency-Key, with the webhook's row as
  * created) in the same batch. The rules hold under concurrency because the insert checks them itself, and D1 runs a
  * batch as one transaction: no earlier attempt of this request made one (write id), the key is
- * unused, the URL is not registered for the application, and it has fewer than `cap` webhooks.
- * The last statement reads back why, in order: ours, the key's, a duplicate, the cap.
+ * unused, the application has no URL left to normalise, the URL is not registered for it, and it
+ * has fewer than `cap` webhooks. The last statement reads back why, in order: ours, the key's,
+ * URLs to normalise, a duplicate, the cap.
  */
 export async function createWebhook(db: Db, hook: NewWebhook, actor: Actor): Promise<CreateOutcome> {
   const key = hook.idempotency;
   const statements = [
     db
       .prepare(
-        `INSERT INTO webhooks (app_id, url, is_enabled)
-         SELECT ?1, ?2, ?3
+        `INSERT INTO webhooks (app_id, url, is_enabled, event_types, secret)
+         SELECT ?1, ?2, ?3, ?7, ?8
          WHERE NOT EXISTS (SELECT 1 FROM webhook_audit WHERE write_id = ?4)
            AND NOT EXISTS (SELECT 1 FROM idempotency_keys WHERE app_id = ?1 AND idem_key = ?6)
+           AND NOT EXISTS (SELECT 1 FROM webhooks WHERE app_id = ?1 AND url_checked = 0)
            AND NOT EXISTS (SELECT 1 FROM webhooks WHERE app_id = ?1 AND url = ?2)
            AND (SELECT COUNT(*) FROM webhooks WHERE app_id = ?1) < ?5`,
       )
-      .bind(actor.appId, hook.url, hook.enabled ? 1 : 0, hook.writeId, hook.cap, key?.key ?? null),
+      .bind(
+        actor.appId,
+        hook.url,
+        hook.enabled ? 1 : 0,
+        hook.writeId,
+        hook.cap,
+        key?.key ?? null,
+        hook.eventTypes,
+        hook.sealedSecret,
+      ),
     // changes() is the insert's count: 0 when it made nothing, and then last_insert_rowid() is stale.
     db
       .prepare(
@@ -187,6 +228,16 @@ export async function createWebhook(db: Db, hook: NewWebhook, actor: Actor): Pro
       )
       .bind(actor.appId, actor.jti, actor.requestId, hook.writeId),
   ];
+  for (const { id, from, to } of hook.normalise ?? []) {
+    statements.unshift(
+      db
+        .prepare(
+          `UPDATE webhooks SET url = ?3, url_checked = 1
+           WHERE webhook_id = CAST(?1 AS INTEGER) AND app_id = ?4 AND url = ?2 AND url_checked = 0`,
+        )
+        .bind(id, from, to, actor.appId),
+    );
+  }
   if (key !== undefined) {
     // A key past its 24 hours is forgotten first, so it can be used again.
     statements.unshift(
@@ -194,16 +245,17 @@ export async function createWebhook(db: Db, hook: NewWebhook, actor: Actor): Pro
         .prepare(`DELETE FROM idempotency_keys WHERE app_id = ?1 AND idem_key = ?2 AND ${KEY_EXPIRED}`)
         .bind(actor.appId, key.key),
     );
-    // changes() is the create record's count.
+    // changes() is the create record's count. The key keeps the webhook's secret (encrypted),
+    // which its replay answers again; the create record never holds one.
     statements.push(
       db
         .prepare(
           `INSERT INTO idempotency_keys (app_id, idem_key, request_hash, webhook_id, webhook_row)
-           SELECT ?1, ?2, ?3, webhook_id, row_before
+           SELECT ?1, ?2, ?3, webhook_id, json_set(row_before, '$.secret', ?5)
            FROM webhook_audit
            WHERE write_id = ?4 AND changes() = 1`,
         )
-        .bind(actor.appId, key.key, key.hash, hook.writeId),
+        .bind(actor.appId, key.key, key.hash, hook.writeId, hook.sealedSecret),
     );
   }
   // In one row: the webhook this request made (its create record: `c_`), the one the key's first
@@ -212,6 +264,9 @@ export async function createWebhook(db: Db, hook: NewWebhook, actor: Actor): Pro
     db
       .prepare(
         `SELECT ${columnsOf('a.row_before', 'c_')}, k.request_hash, ${columnsOf('k.webhook_row', 'k_')},
+           json_extract(k.webhook_row, '$.secret') AS k_secret,
+           (SELECT json_group_array(json_array(CAST(webhook_id AS TEXT), url))
+            FROM webhooks WHERE app_id = ?1 AND url_checked = 0) AS unchecked,
            EXISTS (SELECT 1 FROM webhooks WHERE app_id = ?1 AND url = ?2) AS duplicate,
            (SELECT COUNT(*) FROM webhooks WHERE app_id = ?1) AS webhooks
          FROM (SELECT 1)
@@ -227,8 +282,12 @@ export async function createWebhook(db: Db, hook: NewWebhook, actor: Actor): Pro
   if (ours !== undefined) return { outcome: 'created', webhook: ours };
   const keyed = prefixed(facts, 'k_');
   if (keyed !== undefined) {
-    return facts.request_hash === key?.hash ? { outcome: 'replayed', webhook: keyed } : { outcome: 'key-reused' };
+    return facts.request_hash === key?.hash
+      ? { outcome: 'replayed', webhook: keyed, sealedSecret: (facts.k_secret as string | null) ?? null }
+      : { outcome: 'key-reused' };
   }
+  const unchecked = JSON.parse(facts.unchecked as string) as [string, string][];
+  if (unchecked.length > 0) return { outcome: 'unchecked', urls: unchecked.map(([id, url]) => ({ id, url })) };
   const rules = facts as { duplicate: number; webhooks: number };
   if (rules.duplicate === 1) return { outcome: 'duplicate' };
   if (rules.webhooks >= hook.cap) return { outcome: 'full' };
@@ -284,4 +343,45 @@ export async function listWebhooks(
     .all<WebhookRow>();
   const more = results.length > limit;
   return { webhooks: more ? results.slice(0, limit) : results, more };
+}
+
+// ---- signing secrets ------------------------------------------------------------------------------
+
+/** A webhook's signing secrets as stored (encrypted): the current one, and the previous one with its end. */
+export interface StoredSecrets {
+  secret: string;
+  previous_secret: string | null;
+  previous_secret_until: string | null;
+}
+
+/**
+ * The signing secrets of webhooks, one batch. A webhook registered before secrets existed is given
+ * `sealed` (a new encrypted secret) first, atomically: when two requests race, the first write
+ * wins and both read it. `appId`, when given, must own the webhook. Webhooks that do not exist
+ * (or are not the application's) are missing from the result.
+ */
+export async function provideSecrets(
+  db: Db,
+  items: { webhookId: string; appId?: string; sealed: string }[],
+): Promise<Map<string, StoredSecrets>> {
+  const owned = 'webhook_id = CAST(?1 AS INTEGER) AND (?2 IS NULL OR app_id = ?2)';
+  const results = await db.batch<StoredSecrets & { id: string }>(
+    items.flatMap(({ webhookId, appId, sealed }) => [
+      db
+        .prepare(`UPDATE webhooks SET secret = ?3 WHERE ${owned} AND secret IS NULL`)
+        .bind(webhookId, appId ?? null, sealed),
+      db
+        .prepare(
+          `SELECT CAST(webhook_id AS TEXT) AS id, secret, previous_secret, previous_secret_until
+           FROM webhooks WHERE ${owned}`,
+        )
+        .bind(webhookId, appId ?? null),
+    ]),
+  );
+  const secrets = new Map<string, StoredSecrets>();
+  for (const { results: rows } of results) {
+    const row = rows[0];
+    if (row?.id !== undefined && row.secret !== undefined) secrets.set(row.id, row);
+  }
+  return secrets;
 }

@@ -34,12 +34,13 @@ function isPublicName(host: string): boolean {
 }
 
 /**
- * A webhook URL, checked and normalised (CONTRACT §9): an absolute https URL of at most
- * MAX_URL_LENGTH characters, without credentials or fragment, whose host is a public DNS name or
- * a public IP address. Returns the WHATWG form (`new URL(text).href`), in which URLs are stored and
- * compared; anything else is a 400.
+ * A webhook URL, checked and normalised: an absolute https URL of at most MAX_URL_LENGTH
+ * characters, without credentials or fragment, whose host is a public DNS name or a public IP
+ * address. Returns the WHATWG form (`new URL(text).href`), in which URLs are stored and compared;
+ * anything else is a 400. For an origin in `allowed` (WEBHOOK_URL_ALLOWED_ORIGINS: local
+ * receivers, test rigs) only the scheme and host rules are waived.
  */
-export function webhookUrl(text: string): string {
+export function webhookUrl(text: string, allowed?: ReadonlySet<string>): string {
   if (text.length > MAX_URL_LENGTH) throw refused(`longer than ${MAX_URL_LENGTH} characters`);
   let url: URL;
   try {
@@ -47,12 +48,14 @@ export function webhookUrl(text: string): string {
   } catch {
     throw refused('is not an absolute URL');
   }
-  if (url.protocol !== 'https:') throw refused('must use https');
+  const waived = allowed !== undefined && allowed.size > 0 && allowed.has(url.origin);
+  if (url.protocol !== 'https:' && !waived) throw refused('must use https');
   if (url.username !== '' || url.password !== '') throw refused('must not contain credentials');
   const href = url.href;
   // `#` can stand unescaped in a normalised URL only as the start of its fragment (even an empty one).
   if (href.includes('#')) throw refused('must not contain a fragment');
   if (href.length > MAX_URL_LENGTH) throw refused(`longer than ${MAX_URL_LENGTH} characters`);
+  if (waived) return href;
   const host = url.hostname;
   const literal = host.startsWith('[') ? host.slice(1, -1) : host;
   if (ipaddr.isValid(literal) && (host.startsWith('[') || ipaddr.IPv4.isValidFourPartDecimal(literal))) {

@@ -1,0 +1,124 @@
+// One attempt: POST of the event's exact bytes to the webhook's URL, signed, within the timeout.
+
+/** The kinds of failure that have no HTTP status. */
+export type AttemptError = 'timeout' | 'connection' | 'tls' | 'url_refused';
+
+/** What one attempt saw. */
+export interface AttemptResult {
+  /** The HTTP status, or null when no reply came. */
+  status: number | null;
+  error: AttemptError | null;
+  /** The first 1 KiB of the reply body as UTF-8 text (invalid bytes replaced). */
+  body: string | null;
+  /** Seconds the receiver asked to wait (Retry-After on 429, 502, 503, 504), when it said. */
+  retryAfter: number | null;
+  durationMs: number;
+}
+
+/** Bytes of a reply body kept for the record; the rest is discarded. */
+export const KEPT_BODY_BYTES = 1024;
+export const USER_AGENT = 'nft-webhook-api/1.0 (webhook delivery; +https://www.standardwebhooks.com)';
+const RETRY_AFTER_STATUSES = new Set([429, 502, 503, 504]);
+
+/** The request headers of an attempt. */
+export interface AttemptRequest {
+  url: string;
+  body: Uint8Array;
+  /** webhook-id, webhook-timestamp, webhook-signature. */
+  headers: Record<string, string>;
+  timeoutMs: number;
+}
+
+/** Retry-After as seconds: delta-seconds or an HTTP date; null when absent or unreadable. */
+export function retryAfterSeconds(value: string | null, now = Date.now()): number | null {
+  if (value === null) return null;
+  const text = value.trim();
+  if (/^\d{1,10}$/.test(text)) return Number(text);
+  const date = Date.parse(text);
+  return Number.isNaN(date) ? null : Math.max(0, Math.ceil((date - now) / 1000));
+}
+
+/** The kept part of a body as text: at most KEPT_BODY_BYTES of UTF-8, a character cut in two dropped. */
+export function keptText(bytes: Uint8Array): string {
+  let text = new TextDecoder('utf-8', { fatal: false, ignoreBOM: false }).decode(bytes.subarray(0, KEPT_BODY_BYTES));
+  const encoder = new TextEncoder();
+  // A replacement character (3 bytes) standing for fewer invalid bytes can make the text longer.
+  while (encoder.encode(text).byteLength > KEPT_BODY_BYTES) text = text.slice(0, -1);
+  return text;
+}
+
+/** Reads at most KEPT_BODY_BYTES of a body, then cancels the rest. */
+async function readKept(body: ReadableStream<Uint8Array> | null): Promise<Uint8Array> {
+  if (body === null) return new Uint8Array();
+  const reader = body.getReader();
+  const kept = new Uint8Array(KEPT_BODY_BYTES);
+  let size = 0;
+  try {
+    while (size < KEPT_BODY_BYTES) {
+      const { done, value } = await reader.read();
+      if (done) return kept.subarray(0, size);
+      const take = Math.min(value.byteLength, KEPT_BODY_BYTES - size);
+      kept.set(value.subarray(0, take), size);
+      size += take;
+    }
+    await reader.cancel();
+  } finally {
+    reader.releaseLock();
+  }
+  return kept;
+}
+
+function errorKind(err: unknown, timedOut: boolean): AttemptError {
+  if (timedOut) return 'timeout';
+  const message = err instanceof Error ? `${err.name} ${err.message}` : String(err);
+  return /tls|ssl|certificate|handshake/i.test(message) ? 'tls' : 'connection';
+}
+
+/**
+ * Makes one attempt. Redirects are not followed (a 3xx is a failure like any other status). The
+ * timeout covers the whole attempt, reading the kept part of the reply included. Never throws.
+ */
+export async function attempt(request: AttemptRequest, fetcher: typeof fetch = fetch): Promise<AttemptResult> {
+  const started = Date.now();
+  const controller = new AbortController();
+  let timedOut = false;
+  let timer: ReturnType<typeof setTimeout> | null = null;
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      timedOut = true;
+      controller.abort();
+      reject(new Error('attempt timed out'));
+    }, request.timeoutMs);
+  });
+  try {
+    const run = async () => {
+      const res = await fetcher(request.url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'user-agent': USER_AGENT, ...request.headers },
+        body: request.body,
+        redirect: 'manual',
+        signal: controller.signal,
+      });
+      const kept = await readKept(res.body);
+      return { res, kept };
+    };
+    const { res, kept } = await Promise.race([run(), deadline]);
+    return {
+      status: res.status,
+      error: null,
+      body: keptText(kept),
+      retryAfter: RETRY_AFTER_STATUSES.has(res.status) ? retryAfterSeconds(res.headers.get('retry-after')) : null,
+      durationMs: Date.now() - started,
+    };
+  } catch (err) {
+    return {
+      status: null,
+      error: errorKind(err, timedOut),
+      body: null,
+      retryAfter: null,
+      durationMs: Date.now() - started,
+    };
+  } finally {
+    clearTimeout(timer);
+  }
+}

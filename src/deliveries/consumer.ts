@@ -1,0 +1,342 @@
+// The consumer of the deliveries queue: one queue batch is the unit of D1 work. Its deliveries are
+// loaded in one statement, attempted concurrently, and recorded in one batch.
+import { ApiFailure, ConfigError } from '../http/envelope';
+import { log } from '../http/log';
+import { retryD1 } from '../webhooks/d1';
+import { provideSecrets } from '../webhooks/store';
+import { webhookUrl } from '../webhooks/url';
+import { type AttemptResult, attempt } from './attempt';
+import { allowedOrigins, type DeliveryConfig, deliveryConfig, MAX_DELAY_SECONDS } from './config';
+import { decryptSecret, sealedNewSecret, secretKey, signature, signingKey } from './signing';
+import {
+  type AttemptRecord,
+  type DeliveryChange,
+  type DeliveryToAttempt,
+  type DisableCandidate,
+  type HealthChange,
+  loadDeliveries,
+  recordBatch,
+} from './store';
+
+/** The body of a deliveries queue message. */
+export interface DeliveryMessage {
+  delivery_id: string;
+}
+
+/** Attempts open at once: the runtime allows six open connections per invocation. */
+export const MAX_CONCURRENT_ATTEMPTS = 6;
+/** A message that arrives this early is put back until its attempt is due. */
+const EARLY_MS = 2000;
+/** How long deliveries wait when they cannot be attempted now (configuration, storage). */
+export const WAIT_SECONDS = 60;
+const STORAGE_WAIT_SECONDS = 10;
+/** However short AUTO_DISABLE_AFTER_HOURS, two failures at least this far apart are needed. */
+const MIN_FAILING_HOURS = 12;
+
+const iso = (ms: number) => new Date(ms).toISOString();
+const encoder = new TextEncoder();
+
+/** The delivery id of a message body, or null when it is not one of ours. */
+function deliveryIdOf(body: unknown): string | null {
+  const id = (body as Partial<DeliveryMessage> | null)?.delivery_id;
+  return typeof id === 'string' && /^[1-9]\d{0,18}$/.test(id) ? id : null;
+}
+
+// HMAC keys of stored secrets, per isolate: decrypting and importing once per webhook secret.
+const signingKeys = new Map<string, Promise<CryptoKey>>();
+const SIGNING_KEYS_MAX = 1000;
+
+function signingKeyOf(aes: CryptoKey, sealed: string): Promise<CryptoKey> {
+  let key = signingKeys.get(sealed);
+  if (key === undefined) {
+    if (signingKeys.size >= SIGNING_KEYS_MAX) signingKeys.delete(signingKeys.keys().next().value as string);
+    key = decryptSecret(aes, sealed).then(signingKey);
+    signingKeys.set(sealed, key);
+    key.catch(() => signingKeys.delete(sealed));
+  }
+  return key;
+}
+
+/** The keys that sign a delivery's requests: the current secret's, and the previous one's while it lasts. */
+async function keysOf(aes: CryptoKey, row: DeliveryToAttempt, now: number): Promise<CryptoKey[]> {
+  const keys = [signingKeyOf(aes, row.secret as string)];
+  if (
+    row.previous_secret !== null &&
+    row.previous_secret_until !== null &&
+    Date.parse(row.previous_secret_until) > now
+  ) {
+    keys.push(signingKeyOf(aes, row.previous_secret));
+  }
+  return Promise.all(keys);
+}
+
+/** Runs `tasks` with at most `limit` running at once. */
+async function pooled<T>(tasks: (() => Promise<T>)[], limit: number): Promise<T[]> {
+  const results: T[] = new Array(tasks.length);
+  let next = 0;
+  const run = async () => {
+    while (next < tasks.length) {
+      const i = next++;
+      results[i] = await (tasks[i] as () => Promise<T>)();
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, tasks.length) }, run));
+  return results;
+}
+
+/** Gives webhooks registered before secrets existed their secret (one more round trip, once per webhook). */
+async function provideLegacySecrets(env: CloudflareBindings, rows: DeliveryToAttempt[]): Promise<void> {
+  const legacy = [...new Set(rows.filter((r) => r.secret === null && r.url !== null).map((r) => r.webhook_id))];
+  if (legacy.length === 0) return;
+  const items = await Promise.all(
+    legacy.map(async (webhookId) => ({ webhookId, sealed: (await sealedNewSecret(env)).sealed })),
+  );
+  const secrets = await retryD1(() => provideSecrets(env.DB, items), retryLog);
+  for (const row of rows) {
+    const stored = secrets.get(row.webhook_id);
+    if (row.secret === null && stored !== undefined) Object.assign(row, stored);
+  }
+}
+
+const retryLog = (attempt: number, err: unknown) => log('warn', { msg: 'retrying transient D1 error', attempt }, err);
+
+/** What to do with one delivery's message after the batch. */
+type Verdict = { ack: true } | { ack: false; delaySeconds: number };
+
+/** The delivery's state after an attempt, its message's verdict, and what it says of the webhook. */
+function afterAttempt(
+  row: DeliveryToAttempt,
+  result: AttemptResult,
+  at: number,
+  config: DeliveryConfig,
+): { change: DeliveryChange; verdict: Verdict; ok: boolean; gone: boolean } {
+  const attempts = row.attempts + 1;
+  const base = { delivery_id: row.delivery_id, expected: row.attempts, attempts };
+  const record = { at: iso(at), status: result.status, error: result.error };
+  const ok = result.status !== null && result.status >= 200 && result.status < 300;
+  const gone = result.status === 410;
+  const step = attempts - row.schedule_start - 1;
+  const scheduled = config.schedule[step];
+  if (ok || gone || scheduled === undefined) {
+    const status = ok ? 'succeeded' : 'failed';
+    return { change: { ...base, status, next_attempt_at: null, attempt: record }, verdict: { ack: true }, ok, gone };
+  }
+  const delay =
+    result.retryAfter === null ? scheduled : Math.max(scheduled, Math.min(result.retryAfter, MAX_DELAY_SECONDS));
+  return {
+    change: { ...base, status: 'pending', next_attempt_at: iso(at + delay * 1000), attempt: record },
+    verdict: { ack: false, delaySeconds: delay },
+    ok,
+    gone,
+  };
+}
+
+/**
+ * The deliveries queue's consumer. Every delivery of the batch that is due is attempted once;
+ * what happened is recorded; each message is acknowledged (the delivery ended, or needs nothing)
+ * or put back with the delay of its next attempt. D1 is the record, the queue only the timer: a
+ * lost message is found again by the Cron Trigger.
+ */
+export async function consumeDeliveries(
+  batch: MessageBatch<unknown>,
+  env: CloudflareBindings,
+  fetcher: typeof fetch = fetch,
+): Promise<void> {
+  let config: DeliveryConfig;
+  let allowed: ReadonlySet<string>;
+  try {
+    config = deliveryConfig(env);
+    allowed = allowedOrigins(env);
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err;
+    log('error', { msg: `configuration error: ${err.setting}: ${err.message}; deliveries wait` });
+    batch.retryAll({ delaySeconds: WAIT_SECONDS });
+    return;
+  }
+
+  const messages = new Map<string, Message<unknown>[]>();
+  for (const message of batch.messages) {
+    const id = deliveryIdOf(message.body);
+    if (id === null) {
+      log('warn', { msg: 'dropped a malformed delivery message', message_id: message.id });
+      message.ack();
+      continue;
+    }
+    messages.set(id, [...(messages.get(id) ?? []), message]);
+  }
+  if (messages.size === 0) return;
+
+  let rows: DeliveryToAttempt[];
+  try {
+    rows = await retryD1(() => loadDeliveries(env.DB, [...messages.keys()]), retryLog);
+  } catch (err) {
+    log(
+      'error',
+      { msg: 'could not load deliveries; the batch is retried' },
+      err instanceof ApiFailure ? err.cause : err,
+    );
+    batch.retryAll({ delaySeconds: STORAGE_WAIT_SECONDS });
+    return;
+  }
+
+  const verdicts = new Map<string, Verdict>();
+  const changes: DeliveryChange[] = [];
+  const attempts: AttemptRecord[] = [];
+  const health = new Map<string, HealthChange>();
+  const disable: DisableCandidate[] = [];
+  const now = Date.now();
+
+  // Deliveries that ended, lost their webhook, or are not due yet need no attempt.
+  const due: DeliveryToAttempt[] = [];
+  for (const row of rows) {
+    if (row.status !== 'pending') {
+      verdicts.set(row.delivery_id, { ack: true });
+    } else if (row.url === null || row.is_enabled !== 1) {
+      changes.push({
+        delivery_id: row.delivery_id,
+        expected: row.attempts,
+        status: 'cancelled',
+        attempts: row.attempts,
+        next_attempt_at: null,
+        attempt: null,
+      });
+      verdicts.set(row.delivery_id, { ack: true });
+    } else if (row.next_attempt_at !== null && Date.parse(row.next_attempt_at) - now > EARLY_MS) {
+      verdicts.set(row.delivery_id, {
+        ack: false,
+        delaySeconds: Math.ceil((Date.parse(row.next_attempt_at) - now) / 1000),
+      });
+    } else {
+      due.push(row);
+    }
+  }
+
+  let aes: CryptoKey | null = null;
+  if (due.length > 0) {
+    try {
+      aes = await secretKey(env);
+      await provideLegacySecrets(env, due);
+    } catch (err) {
+      const why =
+        err instanceof ConfigError
+          ? `configuration error: ${err.setting}: ${err.message}`
+          : 'could not read signing secrets';
+      log('error', { msg: `${why}; deliveries wait` }, err instanceof ConfigError ? undefined : err);
+      aes = null;
+    }
+  }
+
+  const tasks = due.map((row) => async () => {
+    const messageId = (messages.get(row.delivery_id) as Message<unknown>[])[0]?.id ?? '';
+    const wait = () => {
+      changes.push({
+        delivery_id: row.delivery_id,
+        expected: row.attempts,
+        status: 'pending',
+        attempts: row.attempts,
+        next_attempt_at: iso(Date.now() + WAIT_SECONDS * 1000),
+        attempt: null,
+      });
+      verdicts.set(row.delivery_id, { ack: false, delaySeconds: WAIT_SECONDS });
+    };
+    let keys: CryptoKey[];
+    try {
+      if (aes === null || row.secret === null) return wait();
+      keys = await keysOf(aes, row, Date.now());
+    } catch (err) {
+      log(
+        'error',
+        {
+          msg: 'a signing secret does not decrypt with WEBHOOK_SECRET_KEY; the delivery waits',
+          delivery_id: row.delivery_id,
+          webhook_id: row.webhook_id,
+        },
+        err,
+      );
+      return wait();
+    }
+    const at = Date.now();
+    let result: AttemptResult;
+    try {
+      // The URL rules may have tightened since it was registered: a refused URL is never requested.
+      const url = webhookUrl(row.url as string, allowed);
+      const body = encoder.encode(row.payload);
+      const timestamp = Math.floor(at / 1000);
+      result = await attempt(
+        {
+          url,
+          body,
+          headers: {
+            'webhook-id': row.event_id,
+            'webhook-timestamp': String(timestamp),
+            'webhook-signature': await signature(keys, row.event_id, timestamp, body),
+          },
+          timeoutMs: config.timeoutSeconds * 1000,
+        },
+        fetcher,
+      );
+    } catch (err) {
+      if (!(err instanceof ApiFailure)) throw err;
+      result = { status: null, error: 'url_refused', body: null, retryAfter: null, durationMs: 0 };
+    }
+    const { change, verdict, ok, gone } = afterAttempt(row, result, at, config);
+    changes.push(change);
+    verdicts.set(row.delivery_id, verdict);
+    attempts.push({
+      delivery_id: row.delivery_id,
+      attempt: change.attempts,
+      attempted_at: iso(at),
+      status: result.status,
+      error: result.error,
+      duration_ms: result.durationMs,
+      body: result.body,
+    });
+    const seen = health.get(row.webhook_id);
+    if (ok) health.set(row.webhook_id, { webhook_id: row.webhook_id, ok: true, at: iso(at) });
+    else if (seen === undefined) health.set(row.webhook_id, { webhook_id: row.webhook_id, ok: false, at: iso(at) });
+    if (!ok) {
+      const hours = Math.max(config.autoDisableHours, MIN_FAILING_HOURS);
+      disable.push({
+        webhook_id: row.webhook_id,
+        gone,
+        cutoff: iso(at - hours * 3_600_000),
+        request_id: `queue:${messageId}`,
+      });
+    }
+    log('info', {
+      msg: 'delivery attempt',
+      delivery_id: row.delivery_id,
+      webhook_id: row.webhook_id,
+      event_id: row.event_id,
+      attempt: change.attempts,
+      status: result.status,
+      error: result.error,
+      duration_ms: result.durationMs,
+      outcome: change.status,
+    });
+  });
+  await pooled(tasks, MAX_CONCURRENT_ATTEMPTS);
+
+  try {
+    await retryD1(() => recordBatch(env.DB, attempts, changes, [...health.values()], disable), retryLog);
+  } catch (err) {
+    // Nothing of this batch was recorded: its deliveries are attempted again.
+    log(
+      'error',
+      { msg: 'could not record deliveries; the batch is retried' },
+      err instanceof ApiFailure ? err.cause : err,
+    );
+    batch.retryAll({ delaySeconds: STORAGE_WAIT_SECONDS });
+    return;
+  }
+
+  for (const [id, list] of messages) {
+    // A delivery that no longer exists (purged) needs nothing more.
+    const verdict = verdicts.get(id) ?? { ack: true };
+    list.forEach((message, i) => {
+      // The same delivery twice in one batch is attempted once.
+      if (verdict.ack || i > 0) message.ack();
+      else message.retry({ delaySeconds: verdict.delaySeconds });
+    });
+  }
+}

@@ -1,0 +1,52 @@
+import { queueDeliveries } from '../deliveries/queue';
+import { storeEvents } from '../deliveries/store';
+import { ApiFailure } from '../http/envelope';
+import { log } from '../http/log';
+import { retryD1 } from '../webhooks/d1';
+import { parseEvent } from './event';
+import { eventToStore } from './publish';
+
+/** How long a batch waits when D1 cannot store it. */
+const STORAGE_WAIT_SECONDS = 10;
+
+/**
+ * The events queue's consumer: the platform's own Workers publish here. Every valid event of the
+ * batch is stored with its deliveries in one D1 batch (a message without `id` is made idempotent
+ * by its own message id, as the queue may deliver it twice), the deliveries are queued, and the
+ * batch is acknowledged. A malformed message is dropped with a log line, never retried.
+ */
+export async function consumeEvents(batch: MessageBatch<unknown>, env: CloudflareBindings): Promise<void> {
+  const valid: { message: Message<unknown>; event: ReturnType<typeof eventToStore> }[] = [];
+  for (const message of batch.messages) {
+    try {
+      const body = typeof message.body === 'string' ? JSON.parse(message.body) : message.body;
+      valid.push({ message, event: eventToStore(parseEvent(body), `msg:${message.id}`) });
+    } catch (err) {
+      const reason = err instanceof ApiFailure ? err.detail : 'body is not valid JSON';
+      log('warn', { msg: 'dropped a malformed event message', message_id: message.id, reason });
+      message.ack();
+    }
+  }
+  if (valid.length === 0) return;
+  let stored: Awaited<ReturnType<typeof storeEvents>>;
+  try {
+    stored = await retryD1(
+      () =>
+        storeEvents(
+          env.DB,
+          valid.map((v) => v.event),
+        ),
+      (attempt, err) => log('warn', { msg: 'retrying transient D1 error', attempt }, err),
+    );
+  } catch (err) {
+    log('error', { msg: 'could not store events; the batch is retried' }, err instanceof ApiFailure ? err.cause : err);
+    for (const { message } of valid) message.retry({ delaySeconds: STORAGE_WAIT_SECONDS });
+    return;
+  }
+  await queueDeliveries(
+    env,
+    stored.flatMap((s) => s.deliveryIds),
+  );
+  for (const { message } of valid) message.ack();
+  log('info', { msg: 'events stored', events: valid.length, event_ids: stored.map((s) => s.eventId) });
+}

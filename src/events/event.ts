@@ -1,0 +1,53 @@
+// The event object (one shape for the Queue and for HTTP): {"app_id", "type", "data", "id"?}.
+import { badInput } from '../http/envelope';
+
+/** An event as it is stored: whose webhooks receive it, its type, and the body every attempt sends. */
+export interface NewEvent {
+  appId: string;
+  type: string;
+  /** The publisher's id: publishing the same id for the same application is one event. */
+  id?: string;
+  /** `data` as JSON text (numbers keep the digits they were sent with). */
+  data: string;
+}
+
+const TYPE = /^[A-Za-z0-9_.]{1,64}$/;
+const PUBLISHER_ID = /^[A-Za-z0-9_-]{1,64}$/;
+const MAX_APP_ID_LENGTH = 255;
+
+/** Whether `text` is an event type: 1 to 64 of A-Z a-z 0-9 _ . */
+export const isEventType = (text: unknown): text is string => typeof text === 'string' && TYPE.test(text);
+
+/**
+ * Checks an event object; unknown fields are ignored. Throws a 400 failure saying what is wrong.
+ * (From the queue, the same failure drops the message with a log line.)
+ */
+export function parseEvent(value: unknown): NewEvent {
+  if (typeof value !== 'object' || value === null || Array.isArray(value))
+    throw badInput('event must be a JSON object');
+  const { app_id: appId, type, data, id } = value as Record<string, unknown>;
+  if (typeof appId !== 'string' || appId.length === 0 || appId.length > MAX_APP_ID_LENGTH) {
+    throw badInput(`app_id must be a string of 1 to ${MAX_APP_ID_LENGTH} characters`);
+  }
+  if (!isEventType(type)) throw badInput('type must be 1 to 64 letters, digits, _ or .');
+  if (typeof data !== 'object' || data === null || Array.isArray(data)) throw badInput('data must be a JSON object');
+  if (id !== undefined && (typeof id !== 'string' || !PUBLISHER_ID.test(id))) {
+    throw badInput('id must be 1 to 64 letters, digits, _ or -');
+  }
+  let json: string;
+  try {
+    json = JSON.stringify(data);
+  } catch (err) {
+    // Too deep to write (a queue message's object; HTTP bodies are refused before this).
+    if (err instanceof RangeError) throw badInput('data is nested too deeply');
+    throw err;
+  }
+  return { appId, type, id: id as string | undefined, data: json };
+}
+
+/** The exact body every attempt of an event sends. */
+export const eventPayload = (type: string, timestamp: string, data: string) =>
+  `{"type":${JSON.stringify(type)},"timestamp":"${timestamp}","data":${data}}`;
+
+/** A new event id: what receivers see as `webhook-id` and deduplicate on. */
+export const newEventId = () => `evt_${crypto.randomUUID().replaceAll('-', '')}`;

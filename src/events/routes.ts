@@ -1,0 +1,23 @@
+import type { HonoBase } from 'hono/hono-base';
+import { authenticate, requireScope } from '../auth/bearer';
+import { Code } from '../http/envelope';
+import { limitApplication } from '../http/limits';
+import { mountPath } from '../http/operations';
+import type { AppEnv } from '../types';
+import { publishEvent } from './publish';
+
+/** Where platform services publish events. */
+export const EVENT_PATH = '/v1.0/platform/nft/event';
+/** The scope a token needs to publish. */
+export const PUBLISH_SCOPE = 'events:publish';
+
+/** The event routes: authentication with the publish scope, then the publisher's rate limit. */
+export function mountEvents(app: HonoBase<AppEnv>) {
+  mountPath(app, EVENT_PATH, {
+    POST: {
+      name: 'publish',
+      code: Code.eventFail,
+      handlers: [authenticate, requireScope(PUBLISH_SCOPE), limitApplication, publishEvent],
+    },
+  });
+}
