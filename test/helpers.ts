@@ -1,6 +1,13 @@
-import { createExecutionContext, env, SELF } from 'cloudflare:test';
+import {
+  createExecutionContext,
+  createMessageBatch,
+  env,
+  getQueueResult,
+  SELF,
+  waitOnExecutionContext,
+} from 'cloudflare:test';
 import { SignJWT } from 'jose';
-import { expect } from 'vitest';
+import { expect, vi } from 'vitest';
 import worker from '../src/index';
 
 export const PATH = '/v1.0/app/nft/webhook';
@@ -269,4 +276,113 @@ export function faultyDb(faults: Fault[]) {
     return result;
   });
   return { db, calls: () => calls };
+}
+
+// ---- events and deliveries --------------------------------------------------------------------
+
+export const EVENT_URL = `${ORIGIN}/v1.0/platform/nft/event`;
+export const SECRET_URL = `${URL_}/secret`;
+export const DELIVERIES_QUEUE = 'nft-webhook-deliveries';
+export const EVENTS_QUEUE = 'nft-webhook-events';
+
+/** A platform service's token: it may publish events. */
+export const platformToken = (claims: Record<string, unknown> = {}) =>
+  tokenFor('platform-service', { scope: 'events:publish', ...claims });
+
+export const eventRequest = (body: unknown, headers: Record<string, string>) =>
+  new Request(EVENT_URL, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: typeof body === 'string' ? body : JSON.stringify(body),
+  });
+
+/** A queue producer that keeps what is sent to it. */
+export function fakeQueue() {
+  const sent: unknown[] = [];
+  return {
+    sent,
+    binding: {
+      send: async (body: unknown) => {
+        sent.push(body);
+      },
+      sendBatch: async (messages: Iterable<{ body: unknown }>) => {
+        for (const m of messages) sent.push(m.body);
+      },
+    } as unknown as Queue,
+  };
+}
+
+/**
+ * Calls the Worker's fetch with some bindings changed, and waits for the work it left running
+ * after the reply (waitUntil: queueing deliveries).
+ */
+export async function fetchAndWait(overrides: Record<string, unknown>, request: Request): Promise<Response> {
+  const ctx = createExecutionContext();
+  const res = await worker.fetch(
+    request as Request<unknown, IncomingRequestCfProperties>,
+    { ...env, ...overrides } as CloudflareBindings,
+    ctx,
+  );
+  await waitOnExecutionContext(ctx);
+  return res;
+}
+
+let messageSeq = 0;
+
+/** Runs the Worker's queue consumer on a batch of `bodies` (from `queue`) and returns what it did with them. */
+export async function consume(
+  queue: string,
+  bodies: unknown[],
+  overrides: Record<string, unknown> = {},
+  { attempts = 1, ids }: { attempts?: number; ids?: string[] } = {},
+) {
+  const messages = bodies.map((body, i) => ({
+    id: ids?.[i] ?? `msg-${++messageSeq}`,
+    timestamp: new Date(),
+    attempts,
+    body,
+  }));
+  const batch = createMessageBatch(queue, messages);
+  // getQueueResult does not report a retry's delay: the calls themselves are watched.
+  const retries: Record<string, number | undefined> = {};
+  for (const m of batch.messages) {
+    const retry = m.retry.bind(m);
+    m.retry = (options?: QueueRetryOptions) => {
+      retries[m.id] = options?.delaySeconds;
+      retry(options);
+    };
+  }
+  const ctx = createExecutionContext();
+  await worker.queue(batch, { ...env, ...overrides } as CloudflareBindings);
+  return { result: await getQueueResult(batch, ctx), ids: messages.map((m) => m.id), retries };
+}
+
+/** What a receiver saw of one request. */
+export interface Received {
+  url: string;
+  method: string;
+  headers: Record<string, string>;
+  body: string;
+  redirect: string | undefined;
+}
+
+/**
+ * Replaces the runtime's fetch (what the consumer calls) with `reply`, and keeps every request.
+ * `reply` may return a Response, a promise of one, or throw.
+ */
+export function receiver(reply: (req: Received, n: number) => Response | Promise<Response> = () => new Response('ok')) {
+  const requests: Received[] = [];
+  const spy = vi.spyOn(globalThis, 'fetch').mockImplementation(async (input, init) => {
+    const req = new Request(input as RequestInfo, init as RequestInit);
+    const received: Received = {
+      url: req.url,
+      method: req.method,
+      headers: Object.fromEntries(req.headers),
+      body: await req.text(),
+      redirect: (init as RequestInit | undefined)?.redirect,
+    };
+    requests.push(received);
+    return reply(received, requests.length);
+  });
+  return { requests, spy };
 }

@@ -6,8 +6,11 @@ import { retryD1 } from '../webhooks/d1';
 import { parseEvent } from './event';
 import { eventToStore } from './publish';
 
-/** How long a batch waits when D1 cannot store it. */
-const STORAGE_WAIT_SECONDS = 10;
+/**
+ * How long a message waits when D1 cannot store it: 10 s, doubling with each attempt, at most an
+ * hour, so the queue's 100 retries span days of outage before it gives up on a message.
+ */
+export const storageWaitSeconds = (attempts: number) => Math.min(10 * 2 ** Math.max(0, attempts - 1), 3600);
 
 /**
  * The events queue's consumer: the platform's own Workers publish here. Every valid event of the
@@ -40,7 +43,7 @@ export async function consumeEvents(batch: MessageBatch<unknown>, env: Cloudflar
     );
   } catch (err) {
     log('error', { msg: 'could not store events; the batch is retried' }, err instanceof ApiFailure ? err.cause : err);
-    for (const { message } of valid) message.retry({ delaySeconds: STORAGE_WAIT_SECONDS });
+    for (const { message } of valid) message.retry({ delaySeconds: storageWaitSeconds(message.attempts) });
     return;
   }
   await queueDeliveries(

@@ -1,0 +1,289 @@
+import { env } from 'cloudflare:test';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import {
+  bearer,
+  consume,
+  countingDb,
+  EVENTS_QUEUE,
+  eventRequest,
+  expectEnvelope,
+  expectValue,
+  fakeQueue,
+  fetchAndWait,
+  insertWebhook,
+  platformToken,
+  post,
+  tokenFor,
+} from './helpers';
+
+afterEach(() => {
+  vi.restoreAllMocks();
+});
+
+let seq = 0;
+const freshApp = () => `events-app-${++seq}`;
+
+/** The event rows and deliveries of an application. */
+async function stored(appId: string) {
+  const [events, deliveries] = await env.DB.batch([
+    env.DB.prepare('SELECT * FROM events WHERE app_id = ?1 ORDER BY created_at').bind(appId),
+    env.DB.prepare(
+      'SELECT CAST(delivery_id AS TEXT) AS delivery_id, event_id, CAST(webhook_id AS TEXT) AS webhook_id, status, attempts FROM deliveries WHERE app_id = ?1 ORDER BY delivery_id',
+    ).bind(appId),
+  ]);
+  return {
+    events: events!.results as {
+      event_id: string;
+      type: string;
+      payload: string;
+      created_at: string;
+      source_key: string | null;
+    }[],
+    deliveries: deliveries!.results as { delivery_id: string; event_id: string; webhook_id: string; status: string }[],
+  };
+}
+
+const expectEventFail = (res: Response, status: number) => expectEnvelope(res, status, 64064, 'event fail');
+
+/** Publishes `body` with a platform token; the deliveries it queues are kept by a fake queue. */
+async function publish(body: unknown, headers?: Record<string, string>, overrides: Record<string, unknown> = {}) {
+  const queue = fakeQueue();
+  const res = await fetchAndWait(
+    { DELIVERIES: queue.binding, ...overrides },
+    eventRequest(body, headers ?? bearer(await platformToken())),
+  );
+  return { res, sent: queue.sent };
+}
+
+describe('POST /v1.0/platform/nft/event', () => {
+  it('stores the event with one delivery per enabled webhook whose event_types match, and queues them', async () => {
+    const app = freshApp();
+    const every = await insertWebhook(app, { url: 'https://every.example.com/h' });
+    const token = bearer(await tokenFor(app));
+    const matching = (
+      await expectValue<{ webhook_id: number }>(
+        await post({ url: 'https://match.example.com/h', event_types: ['MOD_NFT', 'NEW_NFT'] }, token),
+        201,
+      )
+    ).value.webhook_id;
+    await post({ url: 'https://other-type.example.com/h', event_types: ['MOD_NFT'] }, token);
+    await insertWebhook(app, { url: 'https://off.example.com/h', enabled: false });
+    await insertWebhook(freshApp(), { url: 'https://foreign.example.com/h' });
+
+    const { res, sent } = await publish({ app_id: app, type: 'NEW_NFT', data: { token_id: '7' } });
+
+    const { value } = await expectValue<{ event_id: string }>(res, 202);
+    expect(Object.keys(value)).toEqual(['event_id']);
+    expect(value.event_id).toMatch(/^evt_[0-9a-f]{32}$/);
+    const { events, deliveries } = await stored(app);
+    expect(events).toHaveLength(1);
+    expect(events[0]).toMatchObject({ event_id: value.event_id, type: 'NEW_NFT', source_key: null });
+    expect(deliveries.map((d) => [d.webhook_id, d.event_id, d.status])).toEqual([
+      [every, value.event_id, 'pending'],
+      [String(matching), value.event_id, 'pending'],
+    ]);
+    expect(sent).toEqual(deliveries.map((d) => ({ delivery_id: d.delivery_id })));
+  });
+
+  it('writes the body every attempt sends: type, the time it was stored, data with its exact digits', async () => {
+    const app = freshApp();
+    await insertWebhook(app);
+    const raw = `{"app_id":"${app}","type":"MEMBER_NFT_ADD","data":{"amount":123456789012345678901234567890,"price":1.50,"nested":{"e":1e400}}}`;
+    const { res } = await publish(raw);
+    await expectValue(res, 202);
+    const [event] = (await stored(app)).events;
+    expect(event!.payload).toBe(
+      `{"type":"MEMBER_NFT_ADD","timestamp":"${event!.created_at}","data":{"amount":123456789012345678901234567890,"price":1.50,"nested":{"e":1e400}}}`,
+    );
+    expect(event!.created_at).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
+  });
+
+  it('is one D1 round trip', async () => {
+    const app = freshApp();
+    await insertWebhook(app);
+    const { db, calls } = countingDb(env.DB);
+    const { res } = await publish({ app_id: app, type: 'NEW_NFT', data: {} }, undefined, { DB: db });
+    await expectValue(res, 202);
+    expect(calls()).toBe(1);
+  });
+
+  it('is idempotent per application: the same id answers the same event and delivers nothing again', async () => {
+    const app = freshApp();
+    const other = freshApp();
+    await insertWebhook(app);
+    await insertWebhook(other);
+    const first = await publish({ app_id: app, type: 'NEW_NFT', data: { n: 1 }, id: 'mint-42' });
+    const { value } = await expectValue<{ event_id: string }>(first.res, 202);
+    expect(first.sent).toHaveLength(1);
+
+    const again = await publish({ app_id: app, type: 'NEW_NFT', data: { n: 1 }, id: 'mint-42' });
+    expect((await expectValue<{ event_id: string }>(again.res, 202)).value.event_id).toBe(value.event_id);
+    expect(again.sent).toEqual([]);
+    const mine = await stored(app);
+    expect(mine.events).toHaveLength(1);
+    expect(mine.events[0]?.source_key).toBe('id:mint-42');
+    expect(mine.deliveries).toHaveLength(1);
+
+    // The same id from another application is another event.
+    const theirs = await publish({ app_id: other, type: 'NEW_NFT', data: {}, id: 'mint-42' });
+    expect((await expectValue<{ event_id: string }>(theirs.res, 202)).value.event_id).not.toBe(value.event_id);
+    expect((await stored(other)).deliveries).toHaveLength(1);
+  });
+
+  it('answers an event for an application without webhooks: stored, nothing to deliver', async () => {
+    const app = freshApp();
+    const { res, sent } = await publish({ app_id: app, type: 'NEW_NFT', data: {} });
+    await expectValue(res, 202);
+    expect(sent).toEqual([]);
+    expect((await stored(app)).events).toHaveLength(1);
+  });
+
+  it('refuses a valid application token without the events:publish scope: 403 insufficient_scope', async () => {
+    const app = freshApp();
+    await insertWebhook(app);
+    for (const scope of [undefined, '', 'events:read', 'events:publish2', 'xevents:publish']) {
+      const { res } = await publish(
+        { app_id: app, type: 'NEW_NFT', data: {} },
+        bearer(await tokenFor(app, scope === undefined ? {} : { scope })),
+      );
+      expect(res.headers.get('www-authenticate')).toBe(
+        'Bearer realm="nft-webhook", error="insufficient_scope", scope="events:publish"',
+      );
+      await expectEventFail(res, 403);
+    }
+    expect((await stored(app)).events).toEqual([]);
+    // The scope may stand among others.
+    const { res } = await publish(
+      { app_id: app, type: 'NEW_NFT', data: {} },
+      bearer(await platformToken({ scope: 'a events:publish b' })),
+    );
+    await expectValue(res, 202);
+  });
+
+  it('checks the token before the scope, and the scope before the body', async () => {
+    const bad = await publish('not json', bearer('nope'));
+    await expectEnvelope(bad.res, 401, 20004, 'Invalid jwt token');
+    const unscoped = await publish('not json', bearer(await tokenFor('app-x')));
+    await expectEventFail(unscoped.res, 403);
+  });
+
+  it.each([
+    ['a body that is not an object', [1]],
+    ['no app_id', { type: 'NEW_NFT', data: {} }],
+    ['an empty app_id', { app_id: '', type: 'NEW_NFT', data: {} }],
+    ['an app_id of 256 characters', { app_id: 'a'.repeat(256), type: 'NEW_NFT', data: {} }],
+    ['a numeric app_id', { app_id: 7, type: 'NEW_NFT', data: {} }],
+    ['no type', { app_id: 'a', data: {} }],
+    ['a type with a space', { app_id: 'a', type: 'NEW NFT', data: {} }],
+    ['a type of 65 characters', { app_id: 'a', type: 'A'.repeat(65), data: {} }],
+    ['no data', { app_id: 'a', type: 'NEW_NFT' }],
+    ['data that is an array', { app_id: 'a', type: 'NEW_NFT', data: [] }],
+    ['data that is null', { app_id: 'a', type: 'NEW_NFT', data: null }],
+    ['an id with a dot', { app_id: 'a', type: 'NEW_NFT', data: {}, id: 'a.b' }],
+    ['an id of 65 characters', { app_id: 'a', type: 'NEW_NFT', data: {}, id: 'i'.repeat(65) }],
+    ['a numeric id', { app_id: 'a', type: 'NEW_NFT', data: {}, id: 5 }],
+  ])('answers 400 for %s, and stores nothing', async (_, body) => {
+    const before = await env.DB.prepare('SELECT COUNT(*) AS n FROM events').first('n');
+    const { res, sent } = await publish(body);
+    expect(res.headers.get('x-error-detail')).toBeTruthy();
+    await expectEventFail(res, 400);
+    expect(sent).toEqual([]);
+    expect(await env.DB.prepare('SELECT COUNT(*) AS n FROM events').first('n')).toBe(before);
+  });
+
+  it('accepts 64 KiB and answers 413 past it; 415 for another media type', async () => {
+    const app = freshApp();
+    const body = (size: number) => {
+      const head = `{"app_id":"${app}","type":"NEW_NFT","data":{"pad":"`;
+      return `${head}${'x'.repeat(size - head.length - 3)}"}}`;
+    };
+    expect(body(65536)).toHaveLength(65536);
+    await expectValue((await publish(body(65536))).res, 202);
+    await expectEventFail((await publish(body(65537))).res, 413);
+    const token = bearer(await platformToken());
+    const text = new Request(eventRequest({}, token), { headers: { ...token, 'content-type': 'text/plain' } });
+    await expectEventFail(await fetchAndWait({}, text), 415);
+    expect((await stored(app)).events).toHaveLength(1);
+  });
+
+  it('answers 405 with Allow: POST for other methods', async () => {
+    const res = await fetchAndWait({}, new Request(eventRequest({}, {}).url, { method: 'GET' }));
+    expect(res.headers.get('allow')).toBe('POST');
+    await expectEnvelope(res, 405, 405, 'method not allowed');
+  });
+});
+
+describe('the events queue', () => {
+  it('stores each message as an event with its deliveries, and queues them', async () => {
+    const app = freshApp();
+    const webhook = await insertWebhook(app);
+    const queue = fakeQueue();
+    const { result } = await consume(EVENTS_QUEUE, [{ app_id: app, type: 'NEW_NFT', data: { a: 1 } }], {
+      DELIVERIES: queue.binding,
+    });
+    expect(result.ackAll || result.explicitAcks.length === 1).toBe(true);
+    expect(result.retryMessages).toEqual([]);
+    const { events, deliveries } = await stored(app);
+    expect(events).toHaveLength(1);
+    expect(deliveries.map((d) => d.webhook_id)).toEqual([webhook]);
+    expect(queue.sent).toEqual([{ delivery_id: deliveries[0]!.delivery_id }]);
+  });
+
+  it('makes a message without id idempotent by its message id: redelivered, it is one event', async () => {
+    const app = freshApp();
+    await insertWebhook(app);
+    const event = { app_id: app, type: 'NEW_NFT', data: {} };
+    const queue = fakeQueue();
+    await consume(EVENTS_QUEUE, [event], { DELIVERIES: queue.binding }, { ids: ['queue-msg-1'] });
+    await consume(EVENTS_QUEUE, [event], { DELIVERIES: queue.binding }, { ids: ['queue-msg-1'], attempts: 2 });
+    const { events, deliveries } = await stored(app);
+    expect(events).toHaveLength(1);
+    expect(events[0]?.source_key).toBe('msg:queue-msg-1');
+    expect(deliveries).toHaveLength(1);
+    expect(queue.sent).toHaveLength(1);
+  });
+
+  it('shares the publisher id with HTTP: an id published over HTTP is the same event from the queue', async () => {
+    const app = freshApp();
+    await insertWebhook(app);
+    const { res } = await publish({ app_id: app, type: 'NEW_NFT', data: {}, id: 'both-ways' });
+    await expectValue(res, 202);
+    const queue = fakeQueue();
+    await consume(EVENTS_QUEUE, [{ app_id: app, type: 'NEW_NFT', data: {}, id: 'both-ways' }], {
+      DELIVERIES: queue.binding,
+    });
+    expect((await stored(app)).events).toHaveLength(1);
+    expect(queue.sent).toEqual([]);
+  });
+
+  it('drops a malformed message with a log line that names the reason, and never retries it', async () => {
+    const warn = vi.spyOn(console, 'warn').mockImplementation(() => {});
+    const app = freshApp();
+    const { result, ids } = await consume(EVENTS_QUEUE, [{ app_id: app, type: 'bad type', data: {} }, 'not json', 42]);
+    expect(result.retryMessages).toEqual([]);
+    expect(result.explicitAcks.sort()).toEqual([...ids].sort());
+    const lines = warn.mock.calls.map((c) => JSON.parse(String(c[0])));
+    expect(lines.filter((l) => l.msg === 'dropped a malformed event message')).toHaveLength(3);
+    expect(lines[0]).toMatchObject({ message_id: ids[0], reason: 'type must be 1 to 64 letters, digits, _ or .' });
+    expect((await stored(app)).events).toEqual([]);
+  });
+
+  it('retries the batch when D1 cannot store it', async () => {
+    vi.spyOn(console, 'error').mockImplementation(() => {});
+    const failing = {
+      prepare: env.DB.prepare.bind(env.DB),
+      batch: async () => Promise.reject(new Error('D1_ERROR: boom')),
+    };
+    const app = freshApp();
+    const { result, ids, retries } = await consume(
+      EVENTS_QUEUE,
+      [{ app_id: app, type: 'NEW_NFT', data: {} }],
+      { DB: failing },
+      { attempts: 3 },
+    );
+    expect(result.retryMessages).toEqual([{ msgId: ids[0] }]);
+    // 10 s, doubling with every attempt.
+    expect(retries).toEqual({ [ids[0]!]: 40 });
+    expect((await stored(app)).events).toEqual([]);
+  });
+});
