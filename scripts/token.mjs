@@ -1,5 +1,6 @@
 // Prints an access token for local calls, signed with .dev.vars' JWT_SECRET.
-// Usage: npm run token -- <app_id> [--ttl <seconds>] [--jti <id>]
+// Usage: npm run token -- <app_id> [--ttl <seconds>] [--jti <id>] [--scope <scopes>]
+// A platform service that publishes events needs `--scope events:publish`.
 import { SignJWT } from 'jose';
 import { readDevVars } from './dev-vars.mjs';
 
@@ -10,11 +11,12 @@ const option = (name) => {
 };
 const ttl = Number(option('--ttl') ?? 3600);
 const jti = option('--jti');
+const scope = option('--scope');
 const appId = args[0];
 const vars = { ...readDevVars(), ...process.env };
 
 if (!appId || !Number.isInteger(ttl) || ttl <= 0) {
-  console.error('Usage: npm run token -- <app_id> [--ttl <seconds>] [--jti <id>]');
+  console.error('Usage: npm run token -- <app_id> [--ttl <seconds>] [--jti <id>] [--scope <scopes>]');
   process.exit(2);
 }
 if (!vars.JWT_SECRET) {
@@ -22,7 +24,7 @@ if (!vars.JWT_SECRET) {
   process.exit(1);
 }
 
-const jwt = new SignJWT({ [vars.JWT_APP_CLAIM || 'sub']: appId })
+const jwt = new SignJWT({ [vars.JWT_APP_CLAIM || 'sub']: appId, ...(scope ? { scope } : {}) })
   .setProtectedHeader({ alg: 'HS256', typ: 'JWT' })
   .setIssuedAt()
   .setExpirationTime(`${ttl}s`);
