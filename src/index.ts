@@ -2,6 +2,7 @@ import { HonoBase } from 'hono/hono-base';
 import { RegExpRouter } from 'hono/router/reg-exp-router';
 import { runCron } from './cron';
 import { consumeDeliveries } from './deliveries/consumer';
+import { mountDeliveries } from './deliveries/routes';
 import { consumeEvents } from './events/consumer';
 import { mountEvents } from './events/routes';
 import { accessLog } from './http/access-log';
@@ -20,6 +21,7 @@ const app = new HonoBase<AppEnv>({ router: new RegExpRouter() });
 
 app.use(accessLog((method, path) => operationOf(method, path)?.name ?? null));
 mountWebhooks(app);
+mountDeliveries(app);
 mountEvents(app);
 app.notFound((c) => envelope(404, Code.notFound, requestId(c)));
 app.onError((err, c) => failureReply(err, operationCode(c.req.method, c.req.path), requestId(c), bookmarkHeader(c)));

@@ -16,7 +16,9 @@ async function insertDeliveries(
   eventId = `evt_${crypto.randomUUID().replaceAll('-', '')}`,
 ): Promise<string[]> {
   const created = rows[0]?.created ?? new Date().toISOString();
-  await env.DB.prepare(`INSERT INTO events (event_id, app_id, type, payload, created_at) VALUES (?1, 'cron-app', 'NEW_NFT', '{}', ?2)`)
+  await env.DB.prepare(
+    `INSERT INTO events (event_id, app_id, type, payload, created_at) VALUES (?1, 'cron-app', 'NEW_NFT', '{}', ?2)`,
+  )
     .bind(eventId, created)
     .run();
   const ids = [];
@@ -49,7 +51,9 @@ describe('the Cron Trigger: lost messages', () => {
     await runCron({ DELIVERIES: queue.binding });
     expect(queue.sent).toEqual([{ delivery_id: lost }]);
     // Marked due now: the next run does not queue it again before it is overdue once more.
-    const next = await env.DB.prepare('SELECT next_attempt_at FROM deliveries WHERE delivery_id = ?1').bind(lost).first<string>('next_attempt_at');
+    const next = await env.DB.prepare('SELECT next_attempt_at FROM deliveries WHERE delivery_id = ?1')
+      .bind(lost)
+      .first<string>('next_attempt_at');
     expect(Date.now() - Date.parse(next!)).toBeLessThan(5000);
     await runCron({ DELIVERIES: queue.binding });
     expect(queue.sent).toHaveLength(1);
@@ -61,7 +65,9 @@ describe('the Cron Trigger: lost messages', () => {
 
   it('queues every overdue delivery, past one statement of 100', async () => {
     await env.DB.prepare("UPDATE deliveries SET status = 'succeeded' WHERE status = 'pending'").run();
-    const ids = await insertDeliveries(Array.from({ length: 250 }, () => ({ status: 'pending', next: minutesAgo(30) })));
+    const ids = await insertDeliveries(
+      Array.from({ length: 250 }, () => ({ status: 'pending', next: minutesAgo(30) })),
+    );
     const queue = fakeQueue();
     await runCron({ DELIVERIES: queue.binding });
     expect((queue.sent as { delivery_id: string }[]).map((m) => m.delivery_id).sort()).toEqual([...ids].sort());
@@ -70,7 +76,11 @@ describe('the Cron Trigger: lost messages', () => {
 
 describe('the Cron Trigger: retention', () => {
   it('purges events, deliveries and attempts older than DELIVERY_RETENTION_DAYS, every one of them, and keeps the rest', async () => {
-    await env.DB.batch([env.DB.prepare('DELETE FROM delivery_attempts'), env.DB.prepare('DELETE FROM deliveries'), env.DB.prepare('DELETE FROM events')]);
+    await env.DB.batch([
+      env.DB.prepare('DELETE FROM delivery_attempts'),
+      env.DB.prepare('DELETE FROM deliveries'),
+      env.DB.prepare('DELETE FROM events'),
+    ]);
     // More than two statements' worth of old deliveries (1,000 each), with attempts, and old events without any.
     await env.DB.batch([
       env.DB.prepare(
@@ -87,7 +97,10 @@ describe('the Cron Trigger: retention', () => {
          SELECT delivery_id, a.value, created_at, 500, 1 FROM deliveries, json_each('[1,2]') AS a`,
       ),
     ]);
-    const [recent] = await insertDeliveries([{ status: 'succeeded', next: null, created: daysAgo(29) }], 'recent-event');
+    const [recent] = await insertDeliveries(
+      [{ status: 'succeeded', next: null, created: daysAgo(29) }],
+      'recent-event',
+    );
     await env.DB.prepare(
       `INSERT INTO delivery_attempts (delivery_id, attempt, attempted_at, status, duration_ms) VALUES (?1, 1, ?2, 200, 1)`,
     )

@@ -42,7 +42,10 @@ describe('POST /v1.0/app/nft/webhook: event_types and the signing secret', () =>
     );
     expect(value.event_types).toEqual(['NEW_NFT', 'webhook.test']);
     const one = await expectValue<{ event_types: string[] }>(
-      await fetchWith({}, new Request(`https://webhooks.test/v1.0/app/nft/webhook?webhook_id=${value.webhook_id}`, { headers })),
+      await fetchWith(
+        {},
+        new Request(`https://webhooks.test/v1.0/app/nft/webhook?webhook_id=${value.webhook_id}`, { headers }),
+      ),
     );
     expect(one.value.event_types).toEqual(['NEW_NFT', 'webhook.test']);
     const nulled = await expectValue<{ event_types: null }>(
@@ -62,7 +65,10 @@ describe('POST /v1.0/app/nft/webhook: event_types and the signing secret', () =>
     ['an object', { NEW_NFT: true }],
   ])('answers 400 for event_types that is %s, and registers nothing', async (_, eventTypes) => {
     const before = await snapshot();
-    const res = await post({ url: 'https://types.example.com/bad', event_types: eventTypes }, bearer(await tokenFor(freshApp())));
+    const res = await post(
+      { url: 'https://types.example.com/bad', event_types: eventTypes },
+      bearer(await tokenFor(freshApp())),
+    );
     expect(res.headers.get('x-error-detail')).toBe('event_types must be null or 1 to 50 distinct event types');
     await expectCreateFail(res, 400);
     expect(await snapshot()).toEqual(before);
@@ -89,14 +95,19 @@ describe('POST /v1.0/app/nft/webhook: event_types and the signing secret', () =>
     const everything = JSON.stringify(await snapshot());
     expect(everything).not.toContain(key);
     expect(everything).not.toContain(key.slice(0, 16));
-    const row = await env.DB.prepare('SELECT secret FROM webhooks WHERE webhook_id = ?1').bind(value.webhook_id).first<{ secret: string }>();
+    const row = await env.DB.prepare('SELECT secret FROM webhooks WHERE webhook_id = ?1')
+      .bind(value.webhook_id)
+      .first<{ secret: string }>();
     expect(row!.secret).toMatch(/^v1\.[A-Za-z0-9+/]+=*$/);
     const [record] = await auditRows(String(value.webhook_id));
     expect(Object.keys(JSON.parse(record!.row_before))).not.toContain('secret');
     expect(JSON.stringify(record)).not.toContain(row!.secret);
     expect(JSON.stringify(info.mock.calls)).not.toContain(key);
     // Every webhook gets its own.
-    const other = await expectValue<{ secret: string }>(await post({ url: 'https://sealed.example.com/h2' }, bearer(await tokenFor(app))), 201);
+    const other = await expectValue<{ secret: string }>(
+      await post({ url: 'https://sealed.example.com/h2' }, bearer(await tokenFor(app))),
+      201,
+    );
     expect(other.value.secret).not.toBe(value.secret);
   });
 
@@ -154,7 +165,9 @@ describe('GET /v1.0/app/nft/webhook/secret', () => {
     }
     expect(new Set(replies.map((r) => JSON.stringify(r))).size).toBe(1);
     // The foreign webhook was not given a secret either.
-    expect(await env.DB.prepare('SELECT secret FROM webhooks WHERE webhook_id = ?1').bind(foreign).first('secret')).toBeNull();
+    expect(
+      await env.DB.prepare('SELECT secret FROM webhooks WHERE webhook_id = ?1').bind(foreign).first('secret'),
+    ).toBeNull();
   });
 
   it('answers 400 for a bad webhook_id and 401 for a bad token before anything else', async () => {
@@ -170,10 +183,14 @@ describe('GET /v1.0/app/nft/webhook/secret', () => {
     const legacy = await insertWebhook(app, { url: 'https://legacy.example.com/h' });
     const headers = bearer(await tokenFor(app));
     const replies = await Promise.all(Array.from({ length: 8 }, () => readSecret(`webhook_id=${legacy}`, headers)));
-    const secrets = await Promise.all(replies.map(async (r) => (await expectValue<{ secret: string }>(r)).value.secret));
+    const secrets = await Promise.all(
+      replies.map(async (r) => (await expectValue<{ secret: string }>(r)).value.secret),
+    );
     expect(new Set(secrets).size).toBe(1);
     expect(secrets[0]).toMatch(SECRET);
-    const stored = await env.DB.prepare('SELECT secret FROM webhooks WHERE webhook_id = ?1').bind(legacy).first<{ secret: string }>();
+    const stored = await env.DB.prepare('SELECT secret FROM webhooks WHERE webhook_id = ?1')
+      .bind(legacy)
+      .first<{ secret: string }>();
     expect(stored!.secret).toMatch(/^v1\./);
     expect(stored!.secret).not.toContain(secrets[0]!.slice(6, 30));
   });
@@ -182,10 +199,19 @@ describe('GET /v1.0/app/nft/webhook/secret', () => {
     const error = vi.spyOn(console, 'error').mockImplementation(() => {});
     const app = freshApp();
     const headers = bearer(await tokenFor(app));
-    const { value } = await expectValue<{ webhook_id: number }>(await post({ url: 'https://key.example.com/h' }, headers), 201);
-    await expectSecretFail(await readSecret(`webhook_id=${value.webhook_id}`, headers, { WEBHOOK_SECRET_KEY: '' }), 500);
+    const { value } = await expectValue<{ webhook_id: number }>(
+      await post({ url: 'https://key.example.com/h' }, headers),
+      201,
+    );
+    await expectSecretFail(
+      await readSecret(`webhook_id=${value.webhook_id}`, headers, { WEBHOOK_SECRET_KEY: '' }),
+      500,
+    );
     const otherKey = btoa(String.fromCharCode(...new Uint8Array(32).fill(7)));
-    await expectSecretFail(await readSecret(`webhook_id=${value.webhook_id}`, headers, { WEBHOOK_SECRET_KEY: otherKey }), 500);
+    await expectSecretFail(
+      await readSecret(`webhook_id=${value.webhook_id}`, headers, { WEBHOOK_SECRET_KEY: otherKey }),
+      500,
+    );
     expect(error.mock.calls.some((c) => String(c[0]).includes('WEBHOOK_SECRET_KEY'))).toBe(true);
   });
 

@@ -278,3 +278,179 @@ export async function purgeOldDeliveries(db: Db, before: string, limit: number):
   ]);
   return results.reduce((n, r) => n + r.meta.changes, 0);
 }
+
+// ---- the delivery log -----------------------------------------------------------------------------
+
+/** A delivery as the log shows it. */
+export interface DeliveryRow {
+  delivery_id: string;
+  event_id: string;
+  type: string;
+  status: string;
+  attempts: number;
+  next_attempt_at: string | null;
+  last_attempt_at: string | null;
+  last_status: number | null;
+  last_error: string | null;
+  created_at: string;
+}
+
+/** One recorded attempt, as the log shows it. */
+export interface AttemptRow {
+  attempt: number;
+  attempted_at: string;
+  status: number | null;
+  error: string | null;
+  duration_ms: number;
+  body: string | null;
+}
+
+const DELIVERY_COLUMNS = `CAST(d.delivery_id AS TEXT) AS delivery_id, d.event_id, e.type, d.status, d.attempts,
+  d.next_attempt_at, d.last_attempt_at, d.last_status, d.last_error, d.created_at`;
+const OWNED_WEBHOOK = 'SELECT 1 FROM webhooks WHERE webhook_id = CAST(?1 AS INTEGER) AND app_id = ?2';
+
+export interface DeliveryPageQuery {
+  /** Only deliveries older than this one (the cursor's); undefined for the first page. */
+  before?: string;
+  status?: string;
+  limit: number;
+}
+
+/**
+ * A keyset page of one webhook's deliveries, newest (largest id) first, and whether more follow;
+ * null when the application has no such webhook. One round trip.
+ */
+export async function listDeliveries(
+  db: Db,
+  webhookId: string,
+  appId: string,
+  { before, status, limit }: DeliveryPageQuery,
+): Promise<{ deliveries: DeliveryRow[]; more: boolean } | null> {
+  const [owned, page] = await db.batch<Record<string, unknown>>([
+    db.prepare(`SELECT EXISTS (${OWNED_WEBHOOK}) AS found`).bind(webhookId, appId),
+    db
+      .prepare(
+        `SELECT ${DELIVERY_COLUMNS}
+         FROM deliveries AS d JOIN events AS e ON e.event_id = d.event_id
+         WHERE d.webhook_id = CAST(?1 AS INTEGER) AND d.app_id = ?2
+           AND (?3 IS NULL OR d.delivery_id < CAST(?3 AS INTEGER)) AND (?4 IS NULL OR d.status = ?4)
+           AND EXISTS (${OWNED_WEBHOOK})
+         ORDER BY d.delivery_id DESC
+         LIMIT ?5`,
+      )
+      .bind(webhookId, appId, before ?? null, status ?? null, limit + 1),
+  ]);
+  if (owned?.results[0]?.found !== 1) return null;
+  const rows = (page?.results ?? []) as unknown as DeliveryRow[];
+  const more = rows.length > limit;
+  return { deliveries: more ? rows.slice(0, limit) : rows, more };
+}
+
+/** One delivery of the application with every attempt, oldest first; null when it has none such. One round trip. */
+export async function getDelivery(
+  db: Db,
+  deliveryId: string,
+  appId: string,
+): Promise<{ delivery: DeliveryRow; attempts: AttemptRow[] } | null> {
+  const owned = 'd.delivery_id = CAST(?1 AS INTEGER) AND d.app_id = ?2';
+  const [delivery, attempts] = await db.batch<Record<string, unknown>>([
+    db
+      .prepare(
+        `SELECT ${DELIVERY_COLUMNS} FROM deliveries AS d JOIN events AS e ON e.event_id = d.event_id WHERE ${owned}`,
+      )
+      .bind(deliveryId, appId),
+    db
+      .prepare(
+        `SELECT a.attempt, a.attempted_at, a.status, a.error, a.duration_ms, a.body
+         FROM delivery_attempts AS a JOIN deliveries AS d ON d.delivery_id = a.delivery_id
+         WHERE ${owned}
+         ORDER BY a.attempt`,
+      )
+      .bind(deliveryId, appId),
+  ]);
+  const row = delivery?.results[0] as unknown as DeliveryRow | undefined;
+  if (row === undefined) return null;
+  return { delivery: row, attempts: (attempts?.results ?? []) as unknown as AttemptRow[] };
+}
+
+// ---- test events and recovery ---------------------------------------------------------------------
+
+/** What a test event found: no such webhook, a disabled one, or the delivery it made. */
+export type TestEventOutcome =
+  | { outcome: 'missing' }
+  | { outcome: 'disabled' }
+  | { outcome: 'queued'; deliveryId: string };
+
+/**
+ * Stores a test event for one webhook of the application, with its one delivery (its
+ * `event_types` do not apply), if the webhook exists and is enabled. One batch; safe to retry.
+ */
+export async function storeTestEvent(db: Db, webhookId: string, event: EventToStore): Promise<TestEventOutcome> {
+  const enabled = `SELECT 1 FROM webhooks WHERE webhook_id = CAST(?1 AS INTEGER) AND app_id = ?2 AND is_enabled = 1`;
+  const [, , facts] = await db.batch<{ enabled: number | null; delivery_id: string | null }>([
+    db
+      .prepare(
+        `INSERT OR IGNORE INTO events (event_id, app_id, source_key, type, payload, created_at)
+         SELECT ?3, ?2, NULL, ?4, ?5, ?6 WHERE EXISTS (${enabled})`,
+      )
+      .bind(webhookId, event.appId, event.eventId, event.type, event.payload, event.createdAt),
+    db
+      .prepare(
+        `INSERT OR IGNORE INTO deliveries (event_id, webhook_id, app_id, next_attempt_at, created_at)
+         SELECT ?3, webhook_id, app_id, ?4, ?4 FROM webhooks
+         WHERE webhook_id = CAST(?1 AS INTEGER) AND app_id = ?2 AND is_enabled = 1
+           AND EXISTS (SELECT 1 FROM events WHERE event_id = ?3)`,
+      )
+      .bind(webhookId, event.appId, event.eventId, event.createdAt),
+    db
+      .prepare(
+        `SELECT (SELECT is_enabled FROM webhooks WHERE webhook_id = CAST(?1 AS INTEGER) AND app_id = ?2) AS enabled,
+           (SELECT CAST(delivery_id AS TEXT) FROM deliveries WHERE event_id = ?3) AS delivery_id`,
+      )
+      .bind(webhookId, event.appId, event.eventId),
+  ]);
+  const row = facts?.results[0];
+  if (row?.delivery_id != null) return { outcome: 'queued', deliveryId: row.delivery_id };
+  return row?.enabled == null ? { outcome: 'missing' } : { outcome: 'disabled' };
+}
+
+/** What a recovery found: no such webhook, a disabled one, or the deliveries it made pending again. */
+export type RecoverOutcome =
+  | { outcome: 'missing' }
+  | { outcome: 'disabled' }
+  | { outcome: 'recovered'; deliveryIds: string[] };
+
+/**
+ * Makes every `failed` delivery of the application's webhook created in [since, until) pending
+ * again, due now, with the retry schedule starting over (attempts keep counting). One statement
+ * does it, so two racing recoveries never take the same delivery. Only for an enabled webhook.
+ */
+export async function recoverDeliveries(
+  db: Db,
+  webhookId: string,
+  appId: string,
+  since: string,
+  until: string,
+  now: string,
+): Promise<RecoverOutcome> {
+  const [recovered, facts] = await db.batch<Record<string, unknown>>([
+    db
+      .prepare(
+        `UPDATE deliveries SET status = 'pending', schedule_start = attempts, next_attempt_at = ?5
+         WHERE webhook_id = CAST(?1 AS INTEGER) AND app_id = ?2 AND status = 'failed'
+           AND created_at >= ?3 AND created_at < ?4
+           AND EXISTS (${OWNED_WEBHOOK} AND is_enabled = 1)
+         RETURNING CAST(delivery_id AS TEXT) AS id`,
+      )
+      .bind(webhookId, appId, since, until, now),
+    db
+      .prepare(
+        `SELECT (SELECT is_enabled FROM webhooks WHERE webhook_id = CAST(?1 AS INTEGER) AND app_id = ?2) AS enabled`,
+      )
+      .bind(webhookId, appId),
+  ]);
+  const enabled = facts?.results[0]?.enabled;
+  if (enabled == null) return { outcome: 'missing' };
+  if (enabled !== 1) return { outcome: 'disabled' };
+  return { outcome: 'recovered', deliveryIds: (recovered?.results ?? []).map((r) => r.id as string) };
+}

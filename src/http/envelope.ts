@@ -76,7 +76,7 @@ export const badInput = (detail: string) => new ApiFailure(400, detail);
 /** A failure the client may retry after `seconds` (429, 503): says so in `Retry-After`. */
 export const retryLater = (status: number, detail: string, seconds: number, cause?: unknown) =>
   new ApiFailure(status, detail, { headers: { 'retry-after': String(seconds) }, cause });
-export const notFound = () => new ApiFailure(404, 'no such webhook for this application');
+export const notFound = (detail = 'no such webhook for this application') => new ApiFailure(404, detail);
 export const conflict = (detail: string) => new ApiFailure(409, detail);
 
 const REQUEST_ID = /^[\w.:@/+=-]{1,128}$/;

@@ -1,5 +1,6 @@
 // One parser per kind of input, each a pure function: text in, a checked value out (or null /
 // a 400 failure). Every route that reads a kind of input reads it here.
+import { NumberText } from '../http/body';
 import { badInput } from '../http/envelope';
 
 const INT64_MAX = '9223372036854775807';
@@ -52,6 +53,19 @@ export function webhookIdParam(query: URLSearchParams): string {
   return id;
 }
 
+/**
+ * A `webhook_id` of a JSON body (PUT, and the delivery operations): a JSON integer (arriving as
+ * its NumberText, see readJsonBody) or a string of decimal digits, as protobuf's JSON mapping
+ * writes int64; 1 to 2^63 - 1.
+ */
+export function webhookIdField(raw: unknown): string {
+  if (raw === undefined) throw badInput('webhook_id is required');
+  const text = typeof raw === 'string' ? raw : raw instanceof NumberText ? raw.text : null;
+  const webhookId = text === null ? null : parseWebhookId(text);
+  if (webhookId === null) throw badInput(ID_RANGE);
+  return webhookId;
+}
+
 export const DEFAULT_PAGE_SIZE = 20;
 export const MAX_PAGE_SIZE = 100;
 
@@ -67,20 +81,23 @@ export function parseEnabledFilter(text: string): boolean | null {
   return text === 'true' ? true : text === 'false' ? false : null;
 }
 
-// A cursor is the last webhook id of a page, versioned and base64url-encoded: opaque to clients,
-// so its form can change without breaking them.
+// A cursor is the last id of a page, versioned and base64url-encoded: opaque to clients, so its
+// form can change without breaking them. Each list has its own prefix: a cursor of one list is
+// not a cursor of another.
 const CURSOR_PREFIX = 'w1:';
+/** The prefix of the delivery log's cursors. */
+export const DELIVERY_CURSOR = 'd1:';
 
-/** The cursor that continues a list after webhook `id`. */
-export function encodeCursor(id: string): string {
-  return btoa(CURSOR_PREFIX + id)
+/** The cursor that continues a list after `id`. */
+export function encodeCursor(id: string, prefix = CURSOR_PREFIX): string {
+  return btoa(prefix + id)
     .replace(/\+/g, '-')
     .replace(/\//g, '_')
     .replace(/=+$/, '');
 }
 
-/** The webhook id a cursor continues after, or null when `text` is not a cursor we issued. */
-export function parseCursor(text: string): string | null {
+/** The id a cursor continues after, or null when `text` is not a cursor we issued for that list. */
+export function parseCursor(text: string, prefix = CURSOR_PREFIX): string | null {
   if (text.length === 0 || text.length > 64 || !/^[A-Za-z0-9_-]+$/.test(text)) return null;
   let decoded: string;
   try {
@@ -88,10 +105,10 @@ export function parseCursor(text: string): string | null {
   } catch {
     return null;
   }
-  if (!decoded.startsWith(CURSOR_PREFIX)) return null;
-  const id = decoded.slice(CURSOR_PREFIX.length);
+  if (!decoded.startsWith(prefix)) return null;
+  const id = decoded.slice(prefix.length);
   // Only the canonical spelling: one cursor text per position.
-  return parseWebhookId(id) === id && encodeCursor(id) === text ? id : null;
+  return parseWebhookId(id) === id && encodeCursor(id, prefix) === text ? id : null;
 }
 
 // The shape of a bookmark D1 issues: hex groups joined by `-` (e.g.

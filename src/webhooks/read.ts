@@ -40,8 +40,8 @@ export function pageQuery(query: URLSearchParams): PageQuery {
   return page;
 }
 
-/** Where the read's D1 session starts: no older than the client's bookmark, else anywhere. */
-function sessionStart(header: string | undefined): SessionStart {
+/** Where a read's D1 session starts: no older than the client's bookmark, else anywhere. */
+export function sessionStart(header: string | undefined): SessionStart {
   if (header === undefined) return 'first-unconstrained';
   const bookmark = parseBookmark(header);
   if (bookmark === null) throw badInput('X-D1-Bookmark is not a D1 bookmark');

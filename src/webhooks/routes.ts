@@ -7,7 +7,7 @@ import type { AppEnv } from '../types';
 import { registerWebhook } from './create';
 import { readWebhooks } from './read';
 import { removeWebhook } from './remove';
-import { readSecret } from './secret';
+import { readSecret, rotateWebhookSecret } from './secret';
 import { updateWebhook } from './update';
 
 /** The webhook operations share one path and differ by method (the documented interface: PUT, DELETE). */
@@ -27,5 +27,6 @@ export function mountWebhooks(app: HonoBase<AppEnv>) {
   });
   mountPath(app, SECRET_PATH, {
     GET: { name: 'secret', code: Code.secretFail, handlers: [...guarded, readSecret] },
+    POST: { name: 'rotate', code: Code.secretFail, handlers: [...guarded, rotateWebhookSecret] },
   });
 }

@@ -385,3 +385,36 @@ export async function provideSecrets(
   }
   return secrets;
 }
+
+/** How long a rotated-out secret keeps signing, next to the new one. */
+export const PREVIOUS_SECRET_HOURS = 24;
+
+/**
+ * Rotates a webhook's signing secret to `sealed`: the current one becomes the previous one,
+ * signing too for PREVIOUS_SECRET_HOURS (the one before it stops), with a `rotate_secret` audit
+ * record (no secret in it) in the same batch. Returns false when the application has no such
+ * webhook. A retry of a committed batch changes nothing more (the new secret is in place).
+ */
+export async function rotateSecret(db: Db, webhookId: string, sealed: string, actor: Actor): Promise<boolean> {
+  const rotating = `${OWNED} AND secret IS NOT ?3`;
+  const [, , found] = await db.batch<{ found: number }>([
+    db
+      .prepare(
+        `INSERT INTO webhook_audit (${AUDIT_COLUMNS})
+         SELECT webhook_id, app_id, 'rotate_secret', ${ROW_JSON}, ?2, ?4, ?5
+         FROM webhooks WHERE ${rotating}`,
+      )
+      .bind(webhookId, actor.appId, sealed, actor.jti, actor.requestId),
+    db
+      .prepare(
+        `UPDATE webhooks
+         SET previous_secret = secret,
+           previous_secret_until = strftime('%Y-%m-%dT%H:%M:%fZ', 'now', '+${PREVIOUS_SECRET_HOURS} hours'),
+           secret = ?3
+         WHERE ${rotating}`,
+      )
+      .bind(webhookId, actor.appId, sealed),
+    db.prepare(`SELECT EXISTS (SELECT 1 FROM webhooks WHERE ${OWNED}) AS found`).bind(webhookId, actor.appId),
+  ]);
+  return found?.results[0]?.found === 1;
+}

@@ -1,10 +1,10 @@
 import type { Context } from 'hono';
-import { jsonObject, NumberText, readJsonBody } from '../http/body';
+import { jsonObject, readJsonBody } from '../http/body';
 import { badInput, notFound, success } from '../http/envelope';
 import type { AppEnv } from '../types';
 import { actorOf } from './actor';
 import { withD1 } from './d1';
-import { ID_RANGE, parseWebhookId } from './params';
+import { webhookIdField } from './params';
 import { setWebhookEnabled, webhookExists } from './store';
 
 /** PUT's input. `isEnabled` undefined: the body did not say, nothing is to change. */
@@ -16,11 +16,7 @@ export interface WebhookUpdate {
 /** Validates a parsed PUT body (CONTRACT §5, §6). Unknown fields are ignored. */
 export function webhookUpdate(body: unknown): WebhookUpdate {
   const { webhook_id: raw, is_enabled: isEnabled } = jsonObject(body);
-  if (raw === undefined) throw badInput('webhook_id is required');
-  // A JSON integer arrives as NumberText (see readJsonBody); a decimal string as itself.
-  const text = typeof raw === 'string' ? raw : raw instanceof NumberText ? raw.text : null;
-  const webhookId = text === null ? null : parseWebhookId(text);
-  if (webhookId === null) throw badInput(ID_RANGE);
+  const webhookId = webhookIdField(raw);
   if (isEnabled !== undefined && typeof isEnabled !== 'boolean') {
     throw badInput('is_enabled must be true or false');
   }

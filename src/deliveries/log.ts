@@ -1,0 +1,73 @@
+import type { Context } from 'hono';
+import { badInput, notFound, success } from '../http/envelope';
+import type { AppEnv } from '../types';
+import { withD1 } from '../webhooks/d1';
+import {
+  DEFAULT_PAGE_SIZE,
+  DELIVERY_CURSOR,
+  encodeCursor,
+  parseCursor,
+  parseLimit,
+  parseWebhookId,
+  queryOf,
+  single,
+  webhookIdParam,
+} from '../webhooks/params';
+import { sessionStart } from '../webhooks/read';
+import { deliveryJson, deliveryPageJson } from './representation';
+import { type DeliveryPageQuery, getDelivery, listDeliveries } from './store';
+
+export const DELIVERY_STATUSES = ['pending', 'succeeded', 'failed', 'cancelled'];
+
+/** The log's query parameters, each at most once; others are ignored. */
+export function deliveryPageQuery(query: URLSearchParams): DeliveryPageQuery {
+  const limit = single(query, 'limit');
+  const cursor = single(query, 'cursor');
+  const status = single(query, 'status');
+  const page: DeliveryPageQuery = { limit: DEFAULT_PAGE_SIZE };
+  if (limit !== undefined) {
+    const n = parseLimit(limit);
+    if (n === null) throw badInput('limit must be a whole number from 1 to 100');
+    page.limit = n;
+  }
+  if (cursor !== undefined) {
+    const before = parseCursor(cursor, DELIVERY_CURSOR);
+    if (before === null) throw badInput('cursor is not a next_cursor this API issued');
+    page.before = before;
+  }
+  if (status !== undefined) {
+    if (!DELIVERY_STATUSES.includes(status)) throw badInput(`status must be one of ${DELIVERY_STATUSES.join(', ')}`);
+    page.status = status;
+  }
+  return page;
+}
+
+/**
+ * GET /v1.0/app/nft/webhook/delivery: with `delivery_id`, that delivery of the caller's with its
+ * attempt log; with `webhook_id`, a keyset page of that webhook's deliveries, newest first.
+ * Foreign and missing are one 404. One D1 round trip, in a session that reads the client's
+ * writes when it sends its bookmark.
+ */
+export async function readDeliveries(c: Context<AppEnv>): Promise<Response> {
+  const query = queryOf(c.req.url);
+  const appId = c.get('appId');
+  if (query.has('delivery_id')) {
+    const text = single(query, 'delivery_id') as string;
+    const deliveryId = parseWebhookId(text);
+    if (deliveryId === null) throw badInput('delivery_id must be a decimal integer from 1 to 9223372036854775807');
+    const start = sessionStart(c.req.header('x-d1-bookmark'));
+    const found = await withD1(c, start, (db) => getDelivery(db, deliveryId, appId));
+    if (found === null) throw notFound('no such delivery for this application');
+    return success(c, { value: deliveryJson(found.delivery, found.attempts) });
+  }
+  if (!query.has('webhook_id')) throw badInput('webhook_id or delivery_id is required');
+  const webhookId = webhookIdParam(query);
+  c.set('webhookId', webhookId);
+  const page = deliveryPageQuery(query);
+  const start = sessionStart(c.req.header('x-d1-bookmark'));
+  const found = await withD1(c, start, (db) => listDeliveries(db, webhookId, appId, page));
+  if (found === null) throw notFound();
+  const last = found.deliveries[found.deliveries.length - 1];
+  const next = found.more && last !== undefined ? encodeCursor(last.delivery_id, DELIVERY_CURSOR) : null;
+  return success(c, { value: deliveryPageJson(found.deliveries, next) });
+}

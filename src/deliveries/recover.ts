@@ -1,0 +1,48 @@
+import type { Context } from 'hono';
+import { jsonObject, readJsonBody } from '../http/body';
+import { badInput, conflict, notFound, success } from '../http/envelope';
+import type { AppEnv } from '../types';
+import { withD1 } from '../webhooks/d1';
+import { webhookIdField } from '../webhooks/params';
+import { deliveryConfig } from './config';
+import { queueDeliveries } from './queue';
+import { recoverDeliveries } from './store';
+
+// ISO 8601 date and time with a time zone: 2026-11-23T14:05:35Z, 2026-11-23T14:05:35.951+01:00.
+const ISO_8601 = /^\d{4}-\d\d-\d\dT\d\d:\d\d(:\d\d(\.\d{1,9})?)?(Z|[+-]\d\d:?\d\d)$/i;
+
+/** An ISO 8601 date-time with a time zone, as milliseconds; 400 otherwise. */
+export function parseInstant(value: unknown, name: string): number {
+  const ms = typeof value === 'string' && ISO_8601.test(value) ? Date.parse(value) : Number.NaN;
+  if (Number.isNaN(ms)) throw badInput(`${name} must be an ISO 8601 date and time with a time zone`);
+  return ms;
+}
+
+/**
+ * POST /v1.0/app/nft/webhook/recover {"webhook_id", "since", "until"?}: every `failed` delivery
+ * of that webhook created in [since, until) is attempted again, on a fresh schedule. 202 with how
+ * many. `since` within the retention and not in the future, `until` (default now) after it.
+ */
+export async function recover(c: Context<AppEnv>): Promise<Response> {
+  const config = deliveryConfig(c.env);
+  const body = jsonObject((await readJsonBody(c.req.raw)).value);
+  const webhookId = webhookIdField(body.webhook_id);
+  const now = Date.now();
+  if (body.since === undefined) throw badInput('since is required');
+  const since = parseInstant(body.since, 'since');
+  const until = body.until === undefined ? now : parseInstant(body.until, 'until');
+  if (since > now) throw badInput('since must not be in the future');
+  if (since < now - config.retentionDays * 86_400_000) {
+    throw badInput(`since must be within the last ${config.retentionDays} days (DELIVERY_RETENTION_DAYS)`);
+  }
+  if (until <= since) throw badInput('until must be after since');
+  c.set('webhookId', webhookId);
+  const iso = (ms: number) => new Date(ms).toISOString();
+  const result = await withD1(c, 'first-primary', (db) =>
+    recoverDeliveries(db, webhookId, c.get('appId'), iso(since), iso(until), iso(now)),
+  );
+  if (result.outcome === 'missing') throw notFound();
+  if (result.outcome === 'disabled') throw conflict('the webhook is disabled');
+  if (result.deliveryIds.length > 0) c.executionCtx.waitUntil(queueDeliveries(c.env, result.deliveryIds));
+  return success(c, { status: 202, value: `{"deliveries":${result.deliveryIds.length}}` });
+}

@@ -1,0 +1,20 @@
+// How the API writes deliveries: the one place that turns their rows into JSON. Ids are spliced
+// in as JSON integers with their exact digits.
+import type { AttemptRow, DeliveryRow } from './store';
+
+const text = (value: string | null) => (value === null ? 'null' : JSON.stringify(value));
+
+/** A delivery object; with `attempts`, its `attempt_log` too. */
+export function deliveryJson(row: DeliveryRow, attempts?: AttemptRow[]): string {
+  const fields = `{"delivery_id":${row.delivery_id},"event_id":${JSON.stringify(row.event_id)},"type":${JSON.stringify(row.type)},"status":${JSON.stringify(row.status)},"attempts":${row.attempts},"next_attempt_at":${text(row.next_attempt_at)},"last_attempt_at":${text(row.last_attempt_at)},"last_status":${row.last_status ?? 'null'},"last_error":${text(row.last_error)},"created_at":${JSON.stringify(row.created_at)}`;
+  if (attempts === undefined) return `${fields}}`;
+  const log = attempts.map(
+    (a) =>
+      `{"attempt":${a.attempt},"attempted_at":${JSON.stringify(a.attempted_at)},"status":${a.status ?? 'null'},"error":${text(a.error)},"duration_ms":${a.duration_ms},"body":${text(a.body)}}`,
+  );
+  return `${fields},"attempt_log":[${log.join(',')}]}`;
+}
+
+/** A page of the delivery log. */
+export const deliveryPageJson = (rows: DeliveryRow[], nextCursor: string | null) =>
+  `{"deliveries":[${rows.map((r) => deliveryJson(r)).join(',')}],"next_cursor":${text(nextCursor)}}`;

@@ -1,0 +1,35 @@
+import type { Context } from 'hono';
+import { isEventType } from '../events/event';
+import { eventToStore } from '../events/publish';
+import { jsonObject, readJsonBody } from '../http/body';
+import { badInput, conflict, notFound, success } from '../http/envelope';
+import type { AppEnv } from '../types';
+import { withD1 } from '../webhooks/d1';
+import { webhookIdField } from '../webhooks/params';
+import { queueDeliveries } from './queue';
+import { storeTestEvent } from './store';
+
+/** The type of a test event when the request names none. */
+export const TEST_EVENT_TYPE = 'webhook.test';
+
+/**
+ * POST /v1.0/app/nft/webhook/test {"webhook_id", "type"?}: one event with `data: {}` to that
+ * webhook only (its `event_types` do not apply), delivered, signed, retried and recorded like any
+ * other. 202 with the event's and the delivery's ids; a disabled webhook is 409.
+ */
+export async function sendTestEvent(c: Context<AppEnv>): Promise<Response> {
+  const { webhook_id: raw, type = TEST_EVENT_TYPE } = jsonObject((await readJsonBody(c.req.raw)).value);
+  const webhookId = webhookIdField(raw);
+  if (!isEventType(type)) throw badInput('type must be 1 to 64 letters, digits, _ or .');
+  c.set('webhookId', webhookId);
+  const event = eventToStore({ appId: c.get('appId'), type, data: '{}' }, null);
+  const result = await withD1(c, 'first-primary', (db) => storeTestEvent(db, webhookId, event));
+  if (result.outcome === 'missing') throw notFound();
+  if (result.outcome === 'disabled') throw conflict('the webhook is disabled');
+  c.set('eventId', event.eventId);
+  c.executionCtx.waitUntil(queueDeliveries(c.env, [result.deliveryId]));
+  return success(c, {
+    status: 202,
+    value: `{"event_id":${JSON.stringify(event.eventId)},"delivery_id":${result.deliveryId}}`,
+  });
+}
