@@ -215,9 +215,9 @@ describe('GET /v1.0/app/nft/webhook/secret', () => {
     expect(error.mock.calls.some((c) => String(c[0]).includes('WEBHOOK_SECRET_KEY'))).toBe(true);
   });
 
-  it('answers 405 with Allow: GET for other methods', async () => {
+  it('answers 405 with Allow: GET, POST for other methods', async () => {
     const res = await fetchWith({}, new Request(SECRET_URL, { method: 'DELETE' }));
-    expect(res.headers.get('allow')).toBe('GET');
+    expect(res.headers.get('allow')).toBe('GET, POST');
     await expectEnvelope(res, 405, 405, 'method not allowed');
   });
 });
@@ -226,7 +226,10 @@ describe('the Cron Trigger', () => {
   it('runs every job even when one fails', async () => {
     const error = vi.spyOn(console, 'error').mockImplementation(() => {});
     const info = vi.spyOn(console, 'info');
-    await worker.scheduled(createScheduledController({ cron: '* * * * *' }), { ...env, DELIVERY_RETENTION_DAYS: 'x' });
+    await worker.scheduled(createScheduledController({ cron: '* * * * *' }), {
+      ...env,
+      DELIVERY_RETENTION_DAYS: 'x',
+    } as unknown as CloudflareBindings);
     expect(error.mock.calls.map((c) => JSON.parse(String(c[0])).msg)).toEqual([
       'cron: overdue deliveries queued again failed: configuration error: DELIVERY_RETENTION_DAYS: must be a whole number from 1 to 3650',
       'cron: expired deliveries purged failed: configuration error: DELIVERY_RETENTION_DAYS: must be a whole number from 1 to 3650',
