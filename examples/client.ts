@@ -32,6 +32,35 @@ export interface CreatedWebhook extends Webhook {
   secret: string;
 }
 
+/** One delivery of an event to a webhook, as the delivery log shows it. */
+export interface Delivery {
+  /** The delivery's id: exact decimal digits. */
+  delivery_id: string;
+  /** What the receiver sees as `webhook-id`. */
+  event_id: string;
+  type: string;
+  status: 'pending' | 'succeeded' | 'failed' | 'cancelled';
+  attempts: number;
+  next_attempt_at: string | null;
+  last_attempt_at: string | null;
+  /** The latest attempt's HTTP status, or null. */
+  last_status: number | null;
+  /** null when the latest attempt got an HTTP reply. */
+  last_error: 'timeout' | 'connection' | 'tls' | 'url_refused' | null;
+  created_at: string;
+}
+
+/** One recorded attempt. */
+export interface Attempt {
+  attempt: number;
+  attempted_at: string;
+  status: number | null;
+  error: Delivery['last_error'];
+  duration_ms: number;
+  /** The first 1 KiB of the reply body. */
+  body: string | null;
+}
+
 /** An event for an application's webhooks (platform services only). */
 export interface NftEvent {
   /** The application whose webhooks receive it. */
@@ -99,7 +128,7 @@ const EVENT_PATH = '/v1.0/platform/nft/event';
  * a string value is escaped as `\"webhook_id\":` and never matches.)
  */
 function parseReply(text: string): Envelope & { value?: unknown } {
-  return JSON.parse(text.replace(/"webhook_id":(\d+)/g, '"webhook_id":"$1"'));
+  return JSON.parse(text.replace(/"(webhook_id|delivery_id)":(\d+)/g, '"$1":"$2"'));
 }
 
 function idText(id: WebhookId): string {
@@ -158,6 +187,55 @@ export class WebhookClient {
   async publishEvent(event: NftEvent): Promise<string> {
     const value = (await this.#call('POST', EVENT_PATH, JSON.stringify(event))) as { event_id: string };
     return value.event_id;
+  }
+
+  /** Rotates a webhook's signing secret: for 24 hours the previous one signs too. Returns the new one. */
+  async rotateSecret(webhookId: WebhookId): Promise<string> {
+    const body = JSON.stringify({ webhook_id: idText(webhookId) });
+    return ((await this.#call('POST', `${PATH}/secret`, body)) as { secret: string }).secret;
+  }
+
+  /** Sends a test event (default type `webhook.test`, `data: {}`) to one webhook. */
+  async sendTestEvent(webhookId: WebhookId, type?: string): Promise<{ event_id: string; delivery_id: string }> {
+    const body = JSON.stringify({ webhook_id: idText(webhookId), type });
+    return (await this.#call('POST', `${PATH}/test`, body)) as { event_id: string; delivery_id: string };
+  }
+
+  /**
+   * Attempts again every failed delivery of a webhook created from `since` until `until` (default
+   * now), on a fresh retry schedule. Returns how many.
+   */
+  async recover(webhookId: WebhookId, since: Date | string, until?: Date | string): Promise<number> {
+    const iso = (t: Date | string) => (typeof t === 'string' ? t : t.toISOString());
+    const body = JSON.stringify({ webhook_id: idText(webhookId), since: iso(since), until: until && iso(until) });
+    return ((await this.#call('POST', `${PATH}/recover`, body)) as { deliveries: number }).deliveries;
+  }
+
+  /** One delivery with every attempt, oldest first. */
+  async getDelivery(deliveryId: WebhookId): Promise<Delivery & { attempt_log: Attempt[] }> {
+    return (await this.#call('GET', `${PATH}/delivery?delivery_id=${idText(deliveryId)}`)) as Delivery & {
+      attempt_log: Attempt[];
+    };
+  }
+
+  /** Every delivery of a webhook, newest first, page after page; `status` filters. */
+  async *deliveries(
+    webhookId: WebhookId,
+    options: { limit?: number; status?: Delivery['status'] } = {},
+  ): AsyncGenerator<Delivery> {
+    let cursor: string | undefined;
+    do {
+      const query = new URLSearchParams({ webhook_id: idText(webhookId) });
+      if (options.limit !== undefined) query.set('limit', String(options.limit));
+      if (options.status !== undefined) query.set('status', options.status);
+      if (cursor !== undefined) query.set('cursor', cursor);
+      const page = (await this.#call('GET', `${PATH}/delivery?${query}`)) as {
+        deliveries: Delivery[];
+        next_cursor: string | null;
+      };
+      yield* page.deliveries;
+      cursor = page.next_cursor ?? undefined;
+    } while (cursor !== undefined);
   }
 
   /** One webhook of this application. */
