@@ -190,6 +190,20 @@ describe('POST /v1.0/app/nft/webhook', () => {
     expect(await snapshot()).toEqual(before);
   });
 
+  it.each([
+    ['arrays', `{"url": "https://hooks.example.com/deep", "x": ${'['.repeat(2600)}${']'.repeat(2600)}}`],
+    ['objects', `{"url": "https://hooks.example.com/deep", "x": ${'{"":'.repeat(1500)}1${'}'.repeat(1500)}}`],
+    ['arrays at the top', `${'['.repeat(2600)}${']'.repeat(2600)}`],
+    ['33 levels', `{"url": "https://hooks.example.com/deep", "x": ${'['.repeat(32)}${']'.repeat(32)}}`],
+  ])('answers 400 for a body of %s nested too deeply, and changes nothing', async (_, body) => {
+    expect(new TextEncoder().encode(body).byteLength).toBeLessThanOrEqual(MAX_BODY_BYTES);
+    const before = await snapshot();
+    const res = await post(body, { ...(await auth(freshApp())), 'idempotency-key': 'deep' });
+    await expectCreateFail(res, 400);
+    expect(res.headers.get('x-error-detail')).toBe('body nested too deeply');
+    expect(await snapshot()).toEqual(before);
+  });
+
   it('answers 415 for a body that is not JSON, and 413 for one over the limit', async () => {
     const headers = await auth(freshApp());
     const before = await snapshot();
