@@ -1,6 +1,7 @@
 import type { MiddlewareHandler } from 'hono';
 import { errors, type JWTPayload, jwtVerify } from 'jose';
 import { ApiFailure, Code, retryLater } from '../http/envelope';
+import { withoutOws } from '../http/headers';
 import { authFailure } from '../http/limits';
 import type { AppEnv } from '../types';
 import { type AuthConfig, authConfig } from './config';
@@ -23,8 +24,12 @@ function invalidToken(detail: string, tokenSent: boolean, cause?: unknown): ApiF
   });
 }
 
-/** The bearer token of an `Authorization` header, checked for form and size before any parsing. */
-export function bearerToken(header: string | undefined): string {
+/**
+ * The bearer token of an `Authorization` header, checked for form and size before any parsing.
+ * Whitespace around the header value is not part of it.
+ */
+export function bearerToken(sent: string | undefined): string {
+  const header = sent === undefined ? undefined : withoutOws(sent);
   if (header === undefined || header === '') throw invalidToken('missing bearer token', false);
   if (header.length > MAX_TOKEN_LENGTH + 64) throw invalidToken('token too long', true);
   const match = BEARER.exec(header);
