@@ -35,11 +35,38 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
  */
 export type SessionStart = 'first-primary' | 'first-unconstrained' | { bookmark: string };
 
+// The last bookmark this isolate received from D1 in a session it did not start from a client's
+// bookmark (so never one a client made up): a failed request whose session has none still
+// answers one, since any bookmark D1 issued is a valid point to read from.
+let latestBookmark: string | null = null;
+
+/** Longest wait for a bookmark of D1's when a request failed without one. */
+export const BOOKMARK_PROBE_MS = 250;
+
+/**
+ * Called before a failure is thrown. A session whose first query failed has no bookmark
+ * (`getBookmark()` is null in workerd after a failed batch): when it did not start from one and
+ * this isolate has none yet, one `SELECT 1` in the session, not retried and bounded in time, asks
+ * D1 for one. Whatever happens, the failure is returned unchanged.
+ */
+async function withBookmark(session: D1DatabaseSession, start: SessionStart, failure: ApiFailure) {
+  if (typeof start !== 'string' || latestBookmark !== null) return failure;
+  try {
+    if (session.getBookmark() === null) {
+      await Promise.race([session.prepare('SELECT 1').first(), sleep(BOOKMARK_PROBE_MS)]);
+    }
+  } catch {
+    // No bookmark to be had: the reply goes without one.
+  }
+  return failure;
+}
+
 /**
  * Runs one storage operation (one D1 round trip) for the request in a D1 session: transient D1
  * errors are retried with exponential backoff and jitter within a time budget; an overloaded or
  * still-failing database answers 503 with Retry-After; any other storage error 500. The session's
- * bookmark afterwards, success or failure, goes on the reply.
+ * bookmark afterwards, success or failure, goes on the reply; when a failed session has none, the
+ * bookmark it started from, else the isolate's last one, else one asked of D1 (see withBookmark).
  */
 export async function withD1<T>(
   c: Context<AppEnv>,
@@ -54,17 +81,27 @@ export async function withD1<T>(
       return await operation(session);
     } catch (err) {
       const message = err instanceof Error ? err.message : String(err);
-      if (message.includes(OVERLOADED)) throw unavailable('storage overloaded', err);
-      if (!TRANSIENT.some((t) => message.includes(t))) throw new ApiFailure(500, 'storage failure', { cause: err });
+      if (message.includes(OVERLOADED)) {
+        throw await withBookmark(session, start, unavailable('storage overloaded', err));
+      }
+      if (!TRANSIENT.some((t) => message.includes(t))) {
+        throw await withBookmark(session, start, new ApiFailure(500, 'storage failure', { cause: err }));
+      }
       const ceiling = D1_BASE_DELAY_MS * 2 ** (attempt - 1);
       const delay = ceiling / 2 + Math.random() * (ceiling / 2);
       if (attempt >= D1_MAX_ATTEMPTS || Date.now() - started + delay > D1_RETRY_BUDGET_MS) {
-        throw unavailable('storage unavailable after retries', err);
+        throw await withBookmark(session, start, unavailable('storage unavailable after retries', err));
       }
       log('warn', { request_id: requestId(c), msg: 'retrying transient D1 error', attempt }, err);
       await sleep(delay);
     } finally {
-      c.set('bookmark', session.getBookmark());
+      const bookmark = session.getBookmark();
+      if (typeof start === 'string') {
+        if (bookmark !== null) latestBookmark = bookmark;
+        c.set('bookmark', bookmark ?? latestBookmark);
+      } else {
+        c.set('bookmark', bookmark ?? start.bookmark);
+      }
     }
   }
 }
