@@ -110,6 +110,11 @@ export async function verifyToken(token: string, config: AuthConfig): Promise<Id
     if (err instanceof errors.JOSEError) throw invalidToken('token invalid', true, err);
     throw err;
   }
+  // jose takes any JSON number as a time, and `1e400` parses to Infinity: a token that never
+  // expires (and would stay in the cache below). Every time claim must be a finite number.
+  if ([payload.exp, payload.nbf, payload.iat].some((t) => t !== undefined && !Number.isFinite(t))) {
+    throw invalidToken('token invalid', true);
+  }
   // jose checks `iat` only against a maximum age; a token issued in the future is not valid yet.
   if (payload.iat !== undefined && payload.iat > Date.now() / 1000 + config.clockTolerance) {
     throw invalidToken('token invalid', true);
