@@ -95,6 +95,8 @@ describe('POST /v1.0/app/nft/webhook', () => {
     ['https://8.8.8.8/hook', 'https://8.8.8.8/hook'],
     ['https://[2606:4700:4700::1111]/hook', 'https://[2606:4700:4700::1111]/hook'],
     ['  https://hooks.example.com/trimmed  ', 'https://hooks.example.com/trimmed'],
+    ['https://test.invalid-onion.example.com:1/x.test', 'https://test.invalid-onion.example.com:1/x.test'],
+    ['https://hooks.contest/x', 'https://hooks.contest/x'],
   ])('stores %s in its normalised form %s', async (sent, stored) => {
     const res = await post({ url: sent }, await auth(freshApp()));
     const { value } = await expectValue<Webhook>(res, 201);
@@ -120,6 +122,18 @@ describe('POST /v1.0/app/nft/webhook', () => {
     ['a name under .local', 'https://printer.local/x'],
     ['a name under .internal', 'https://db.corp.internal/x'],
     ['a name under .internal with a trailing dot', 'https://db.internal./x'],
+    ['a name under .test', 'https://hook.test/x'],
+    ['a name under .test with a trailing dot', 'https://hook.test./x'],
+    ['a name under .test in upper case', 'https://HOOK.TEST/x'],
+    ['a name under .invalid', 'https://hooks.example.invalid/x'],
+    ['a name under .invalid with a trailing dot', 'https://hook.invalid./x'],
+    ['a name under .invalid in upper case', 'https://HOOK.INVALID/x'],
+    ['an onion service', 'https://expyuzz4wqqyqhjn.onion/x'],
+    ['an onion service with a trailing dot', 'https://hook.onion./x'],
+    ['an onion service in upper case', 'https://HOOK.ONION/x'],
+    ['port 0', 'https://hooks.example.com:0/x'],
+    ['port 0 written 00', 'https://hooks.example.com:00/x'],
+    ['port 0 on an IP address', 'https://8.8.8.8:0/x'],
     ['loopback', 'https://127.0.0.1/x'],
     ['loopback elsewhere in 127/8', 'https://127.8.9.10/x'],
     ['loopback as one number', 'https://2130706433/x'],
