@@ -1,6 +1,7 @@
 import { createScheduledController, env, SELF } from 'cloudflare:test';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import worker from '../src/index';
+import { PURGE_BATCH } from '../src/webhooks/purge';
 import { createWebhook } from '../src/webhooks/store';
 import {
   auditRows,
@@ -567,5 +568,41 @@ describe('the Cron Trigger', () => {
     expect(line).toMatchObject({ purged: 2, cron: '17 * * * *' });
     // The webhooks those keys made are not touched.
     expect(await webhooksOf(app)).toHaveLength(3);
+  });
+
+  it('purges in as many batches as it takes: more than 2 × PURGE_BATCH expired keys in one run', async () => {
+    const info = vi.spyOn(console, 'info').mockImplementation(() => {});
+    const app = freshApp();
+    const expired = 2 * PURGE_BATCH + 345;
+    const fresh = 25;
+    // Keys n = 1..expired are 25 hours old or older; the next `fresh` are an hour old.
+    await env.DB.prepare(
+      `WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ?2 + ?3)
+       INSERT INTO idempotency_keys (app_id, idem_key, request_hash, webhook_id, webhook_row, created_at)
+       SELECT ?1, 'k-' || i, 'hash', i, '{}',
+              strftime('%Y-%m-%dT%H:%M:%fZ', 'now', CASE WHEN i <= ?2 THEN '-25 hours' ELSE '-1 hours' END,
+                       '-' || i || ' seconds')
+       FROM n`,
+    )
+      .bind(app, expired, fresh)
+      .run();
+    const count = async (where: string) =>
+      (await env.DB.prepare(`SELECT count(*) AS n FROM idempotency_keys WHERE ${where}`).first<{ n: number }>())?.n;
+    const old = `created_at <= strftime('%Y-%m-%dT%H:%M:%fZ', 'now', '-24 hours')`;
+    const expiredBefore = await count(old);
+    expect(expiredBefore).toBeGreaterThanOrEqual(expired);
+    expect(await count(`app_id = '${app}'`)).toBe(expired + fresh);
+
+    await worker.scheduled(createScheduledController({ cron: '17 * * * *' }), env);
+
+    expect(await count(old)).toBe(0);
+    const { results } = await env.DB.prepare(
+      'SELECT idem_key FROM idempotency_keys WHERE app_id = ?1 ORDER BY created_at',
+    )
+      .bind(app)
+      .all<{ idem_key: string }>();
+    expect(results.map((r) => r.idem_key)).toEqual(Array.from({ length: fresh }, (_, i) => `k-${expired + fresh - i}`));
+    const line = info.mock.calls.map((c) => JSON.parse(String(c[0]))).find((l) => l.msg === 'idempotency keys purged');
+    expect(line).toMatchObject({ purged: expiredBefore });
   });
 });
