@@ -7,7 +7,7 @@ import type { AppEnv } from '../types';
 import { type AuthConfig, authConfig } from './config';
 import { KeysUnavailable } from './keys';
 
-/** Longest token we are willing to parse (CONTRACT §3). */
+/** Longest token we are willing to parse: a longer one is refused before any parsing. */
 export const MAX_TOKEN_LENGTH = 8192;
 
 const REALM = 'Bearer realm="nft-webhook"';

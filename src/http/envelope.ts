@@ -4,8 +4,8 @@ import { withoutOws } from './headers';
 import { log } from './log';
 
 /**
- * Result codes: the documented interface's, the extension's (POST 64061, GET 64060; CONTRACT §2),
- * and the ones this service adds for routing.
+ * Result codes: the documented interface's, the extension's (POST 64061, GET 64060, in the same
+ * conventions), and the ones this service adds for routing.
  */
 export const Code = {
   success: 0,
@@ -32,7 +32,7 @@ const MESSAGES: Record<Code, string> = {
   [Code.internal]: 'internal error',
 };
 
-/** The code every failure of an operation carries (CONTRACT §2), chosen by the request's method. */
+/** The code every failure of an operation carries (auth and routing aside), by the request's method. */
 export function operationCode(method: string): Code {
   return OPERATION_CODES[method] ?? Code.internal;
 }
@@ -150,7 +150,7 @@ export function envelope(
   return res;
 }
 
-/** The D1 bookmark header of a request that used D1 (CONTRACT §10); none before any query. */
+/** The D1 bookmark header: on every reply of a request that used D1; none before any query. */
 export function bookmarkHeader(c: Context<AppEnv>): Record<string, string> | undefined {
   const bookmark = c.get('bookmark');
   return bookmark === undefined || bookmark === null ? undefined : { 'x-d1-bookmark': bookmark };

@@ -1,4 +1,4 @@
-// How the API writes webhooks (CONTRACT §9, §10): the one place that turns store rows into JSON.
+// How the API writes webhooks (in `value`): the one place that turns store rows into JSON.
 import type { WebhookRow } from './store';
 
 /**

@@ -9,7 +9,7 @@ import { readWebhooks } from './read';
 import { removeWebhook } from './remove';
 import { updateWebhook } from './update';
 
-/** Every operation shares one path and differs by method (spec §4, CONTRACT §1). */
+/** Every operation shares one path and differs by method. */
 export const WEBHOOK_PATH = '/v1.0/app/nft/webhook';
 export const ALLOWED_METHODS = 'DELETE, GET, POST, PUT';
 
@@ -29,7 +29,7 @@ const refuseHead = async (c: Context<AppEnv>, next: Next) => {
   await next();
 };
 
-/** The webhook routes. Route, then authentication, then rate limit, then input, then storage (CONTRACT §2). */
+/** The webhook routes. Route, then authentication, then rate limit, then input, then storage. */
 export function mountWebhooks(app: HonoBase<AppEnv>) {
   app.get(WEBHOOK_PATH, refuseHead, authenticate, limitApplication, readWebhooks);
   app.post(WEBHOOK_PATH, authenticate, limitApplication, registerWebhook);

@@ -1,7 +1,7 @@
 import ipaddr from 'ipaddr.js';
 import { badInput } from '../http/envelope';
 
-/** Longest webhook URL, as sent and as normalised (CONTRACT §9). */
+/** Longest webhook URL, as sent and as normalised. */
 export const MAX_URL_LENGTH = 2048;
 
 // Names that are never a public endpoint: localhost, .test and .invalid (RFC 6761), mDNS
@@ -34,7 +34,7 @@ function isPublicName(host: string): boolean {
 }
 
 /**
- * A webhook URL, checked and normalised (CONTRACT §9): an absolute https URL of at most
+ * A webhook URL, checked and normalised: an absolute https URL of at most
  * MAX_URL_LENGTH characters, without credentials, port 0 or fragment, whose host is a public DNS
  * name or a public IP address. Returns the WHATWG form (`new URL(text).href`), in which URLs are
  * stored and compared; anything else is a 400.
