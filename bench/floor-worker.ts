@@ -1,11 +1,11 @@
 // The floor reference of `npm run bench`: a bare fetch handler that runs, for each operation, the
-// fewest D1 statements that keep the contract's data rules, written out here and never imported
+// fewest D1 statements that keep the service's data rules, written out here and never imported
 // from src/ (a floor built from our own store would hide what our statements waste). No
 // framework, authentication, validation, log line or retries. The owner of a seeded webhook is
 // derived from its id, as the harness seeds them; a POST's application is its `x-bench-app`.
 // Like the service, it runs them in a D1 session (reads anywhere, writes at the primary) and
-// answers the session's bookmark, which CONTRACT §10 requires; FLOOR_SESSIONS empty (the bench's
-// --bare-floor) runs them on the plain binding, to show what sessions cost.
+// answers the session's bookmark, as every reply that used D1 must; FLOOR_SESSIONS empty (the
+// bench's --bare-floor) runs them on the plain binding, to show what sessions cost.
 //
 //   PUT    conditional audit insert + update (its count tells found from missing)
 //   DELETE audit insert + delete

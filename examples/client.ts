@@ -1,7 +1,7 @@
 // A small typed client for the webhook management API. Copy it into your application; it needs
 // only `fetch`.
 //
-//   const api = new WebhookClient({ baseUrl: 'https://nft-webhook-api.example.workers.dev', token });
+//   const api = new WebhookClient({ baseUrl: 'https://nft-webhook-api-production.example.workers.dev', token });
 //   const hook = await api.createWebhook('https://hooks.example.com/nft');
 //   await api.disable(hook.webhook_id);
 //   for await (const webhook of api.webhooks({ enabled: true })) console.log(webhook.url);
@@ -79,7 +79,7 @@ export interface WebhookPage {
 }
 
 export interface ClientOptions {
-  /** e.g. `https://nft-webhook-api.example.workers.dev` or `http://localhost:8787`. */
+  /** e.g. `https://nft-webhook-api-production.example.workers.dev` or `http://localhost:8787`. */
   baseUrl: string;
   /** The application's access token, or a function returning a current one. */
   token: string | (() => string | Promise<string>);

@@ -26,9 +26,16 @@ const now = () => Math.floor(Date.now() / 1000);
 const b64url = (value: unknown) =>
   btoa(JSON.stringify(value)).replace(/=+$/, '').replace(/\+/g, '-').replace(/\//g, '_');
 
-/** Signs any header, even one jose refuses to produce (unknown `crit`), with the test secret. */
-async function signHs256(header: Record<string, unknown>, payload: Record<string, unknown>): Promise<string> {
-  const input = `${b64url(header)}.${b64url(payload)}`;
+/**
+ * Signs any header, even one jose refuses to produce (unknown `crit`), with the test secret. A
+ * string payload is the payload's JSON text as it is (numbers JSON.stringify cannot write).
+ */
+async function signHs256(header: Record<string, unknown>, payload: Record<string, unknown> | string): Promise<string> {
+  const body =
+    typeof payload === 'string'
+      ? btoa(payload).replace(/=+$/, '').replace(/\+/g, '-').replace(/\//g, '_')
+      : b64url(payload);
+  const input = `${b64url(header)}.${body}`;
   const key = await crypto.subtle.importKey(
     'raw',
     new TextEncoder().encode(env.JWT_SECRET),
@@ -42,6 +49,22 @@ async function signHs256(header: Record<string, unknown>, payload: Record<string
     .replace(/\+/g, '-')
     .replace(/\//g, '_');
   return `${input}.${sig}`;
+}
+
+/**
+ * A valid token for app-a whose `claim` is the JSON number text `number`, written as it is:
+ * `1e400` parses to Infinity, which no JWT library can encode.
+ */
+function numberClaimToken(claim: 'exp' | 'nbf' | 'iat', number: string): Promise<string> {
+  const claims: Record<string, unknown> = {
+    sub: 'app-a',
+    iss: env.JWT_ISSUER,
+    aud: env.JWT_AUDIENCE,
+    iat: now(),
+    exp: now() + 300,
+  };
+  delete claims[claim];
+  return signHs256({ alg: 'HS256', typ: 'JWT' }, `${JSON.stringify(claims).slice(0, -1)},"${claim}":${number}}`);
 }
 
 afterEach(() => {
@@ -120,6 +143,12 @@ describe('authentication', () => {
     ['an expired token', async () => tokenFor('app-a', { exp: now() - 60 })],
     ['no exp', async () => tokenFor('app-a', { exp: undefined })],
     ['a non-numeric exp', async () => tokenFor('app-a', { exp: 'tomorrow' })],
+    ['exp 1e400 (infinite)', () => numberClaimToken('exp', '1e400')],
+    ['exp -1e400', () => numberClaimToken('exp', '-1e400')],
+    ['nbf -1e400', () => numberClaimToken('nbf', '-1e400')],
+    ['nbf 1e400', () => numberClaimToken('nbf', '1e400')],
+    ['iat -1e400', () => numberClaimToken('iat', '-1e400')],
+    ['iat 1e400', () => numberClaimToken('iat', '1e400')],
     ['nbf in the future', async () => tokenFor('app-a', { nbf: now() + 600 })],
     ['iat in the future', async () => tokenFor('app-a', { iat: now() + 600 })],
     ['a wrong issuer', async () => tokenFor('app-a', { iss: 'https://other-issuer.test' })],
@@ -152,6 +181,18 @@ describe('authentication', () => {
       { sub: 'app-a', iss: env.JWT_ISSUER, aud: env.JWT_AUDIENCE, exp: now() + 300 },
     );
     await expectSuccess(await del(`webhook_id=${id}`, bearer(token)));
+  });
+
+  it.each([
+    ['exp', String(now() + 300)],
+    ['nbf', String(now() - 60)],
+    ['iat', `${now() - 60}.5`],
+    ['exp', `${now() + 300}e0`],
+  ])('accepts a hand-written finite %s %s (control for the 1e400 cases)', async (claim, number) => {
+    const id = await insertWebhook('app-a');
+    const token = await numberClaimToken(claim as 'exp' | 'nbf' | 'iat', number);
+    await expectSuccess(await del(`webhook_id=${id}`, bearer(token)));
+    expect(await webhookRow(id)).toBeNull();
   });
 
   it('accepts an audience list that contains the configured audience', async () => {

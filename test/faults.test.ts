@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, it, vi } from 'vitest';
+import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import {
   auditRows,
   bearer,
@@ -7,12 +7,15 @@ import {
   expectUpdateFail,
   faultyDb,
   fetchWith,
+  holdBookmark,
   insertWebhook,
   snapshot,
   tokenFor,
   URL_,
   webhookRow,
 } from './helpers';
+
+beforeAll(holdBookmark);
 
 afterEach(() => {
   vi.restoreAllMocks();

@@ -91,6 +91,16 @@ export async function fetchWorker(request: Request, bindings: object): Promise<R
 export const fetchWith = (overrides: Record<string, unknown>, request: Request) =>
   fetchWorker(request, { ...env, ...overrides });
 
+/**
+ * Makes one request that reaches D1, so that the isolate holds a bookmark: the reply of a later
+ * failure in D1 then carries that one, and the Worker asks D1 nothing more (which counts of round
+ * trips would see). Without it, whether a test of a failure runs first in its file would matter.
+ */
+export async function holdBookmark(): Promise<void> {
+  const res = await fetchWorker(new Request(URL_, { headers: bearer(await tokenFor('bookmark-holder')) }), env);
+  expect(res.headers.get('x-d1-bookmark')).toMatch(/^[0-9a-f]+(-[0-9a-f]+)+$/);
+}
+
 /** Asserts the status and the exact envelope, and the headers every reply carries. */
 export async function expectEnvelope(res: Response, status: number, code: number, message: string) {
   const text = await res.text();

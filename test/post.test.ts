@@ -1,6 +1,7 @@
 import { createScheduledController, env, SELF } from 'cloudflare:test';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import worker from '../src/index';
+import { PURGE_BATCH } from '../src/webhooks/purge';
 import { createWebhook } from '../src/webhooks/store';
 import {
   auditRows,
@@ -98,6 +99,8 @@ describe('POST /v1.0/app/nft/webhook', () => {
     ['https://8.8.8.8/hook', 'https://8.8.8.8/hook'],
     ['https://[2606:4700:4700::1111]/hook', 'https://[2606:4700:4700::1111]/hook'],
     ['  https://hooks.example.com/trimmed  ', 'https://hooks.example.com/trimmed'],
+    ['https://test.invalid-onion.example.com:1/x.test', 'https://test.invalid-onion.example.com:1/x.test'],
+    ['https://hooks.contest/x', 'https://hooks.contest/x'],
   ])('stores %s in its normalised form %s', async (sent, stored) => {
     const res = await post({ url: sent }, await auth(freshApp()));
     const { value } = await expectValue<Webhook>(res, 201);
@@ -123,6 +126,18 @@ describe('POST /v1.0/app/nft/webhook', () => {
     ['a name under .local', 'https://printer.local/x'],
     ['a name under .internal', 'https://db.corp.internal/x'],
     ['a name under .internal with a trailing dot', 'https://db.internal./x'],
+    ['a name under .test', 'https://hook.test/x'],
+    ['a name under .test with a trailing dot', 'https://hook.test./x'],
+    ['a name under .test in upper case', 'https://HOOK.TEST/x'],
+    ['a name under .invalid', 'https://hooks.example.invalid/x'],
+    ['a name under .invalid with a trailing dot', 'https://hook.invalid./x'],
+    ['a name under .invalid in upper case', 'https://HOOK.INVALID/x'],
+    ['an onion service', 'https://expyuzz4wqqyqhjn.onion/x'],
+    ['an onion service with a trailing dot', 'https://hook.onion./x'],
+    ['an onion service in upper case', 'https://HOOK.ONION/x'],
+    ['port 0', 'https://hooks.example.com:0/x'],
+    ['port 0 written 00', 'https://hooks.example.com:00/x'],
+    ['port 0 on an IP address', 'https://8.8.8.8:0/x'],
     ['loopback', 'https://127.0.0.1/x'],
     ['loopback elsewhere in 127/8', 'https://127.8.9.10/x'],
     ['loopback as one number', 'https://2130706433/x'],
@@ -190,6 +205,20 @@ describe('POST /v1.0/app/nft/webhook', () => {
   ])('answers 400 for %s and changes nothing', async (_, body) => {
     const before = await snapshot();
     await expectCreateFail(await post(body, await auth(freshApp())), 400);
+    expect(await snapshot()).toEqual(before);
+  });
+
+  it.each([
+    ['arrays', `{"url": "https://hooks.example.com/deep", "x": ${'['.repeat(2600)}${']'.repeat(2600)}}`],
+    ['objects', `{"url": "https://hooks.example.com/deep", "x": ${'{"":'.repeat(1500)}1${'}'.repeat(1500)}}`],
+    ['arrays at the top', `${'['.repeat(2600)}${']'.repeat(2600)}`],
+    ['33 levels', `{"url": "https://hooks.example.com/deep", "x": ${'['.repeat(32)}${']'.repeat(32)}}`],
+  ])('answers 400 for a body of %s nested too deeply, and changes nothing', async (_, body) => {
+    expect(new TextEncoder().encode(body).byteLength).toBeLessThanOrEqual(MAX_BODY_BYTES);
+    const before = await snapshot();
+    const res = await post(body, { ...(await auth(freshApp())), 'idempotency-key': 'deep' });
+    await expectCreateFail(res, 400);
+    expect(res.headers.get('x-error-detail')).toBe('body nested too deeply');
     expect(await snapshot()).toEqual(before);
   });
 
@@ -551,5 +580,41 @@ describe('the Cron Trigger', () => {
     expect(line).toMatchObject({ rows: 2, cron: '17 * * * *' });
     // The webhooks those keys made are not touched.
     expect(await webhooksOf(app)).toHaveLength(3);
+  });
+
+  it('purges in as many batches as it takes: more than 2 × PURGE_BATCH expired keys in one run', async () => {
+    const info = vi.spyOn(console, 'info').mockImplementation(() => {});
+    const app = freshApp();
+    const expired = 2 * PURGE_BATCH + 345;
+    const fresh = 25;
+    // Keys n = 1..expired are 25 hours old or older; the next `fresh` are an hour old.
+    await env.DB.prepare(
+      `WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ?2 + ?3)
+       INSERT INTO idempotency_keys (app_id, idem_key, request_hash, webhook_id, webhook_row, created_at)
+       SELECT ?1, 'k-' || i, 'hash', i, '{}',
+              strftime('%Y-%m-%dT%H:%M:%fZ', 'now', CASE WHEN i <= ?2 THEN '-25 hours' ELSE '-1 hours' END,
+                       '-' || i || ' seconds')
+       FROM n`,
+    )
+      .bind(app, expired, fresh)
+      .run();
+    const count = async (where: string) =>
+      (await env.DB.prepare(`SELECT count(*) AS n FROM idempotency_keys WHERE ${where}`).first<{ n: number }>())?.n;
+    const old = `created_at <= strftime('%Y-%m-%dT%H:%M:%fZ', 'now', '-24 hours')`;
+    const expiredBefore = await count(old);
+    expect(expiredBefore).toBeGreaterThanOrEqual(expired);
+    expect(await count(`app_id = '${app}'`)).toBe(expired + fresh);
+
+    await worker.scheduled(createScheduledController({ cron: '17 * * * *' }), env);
+
+    expect(await count(old)).toBe(0);
+    const { results } = await env.DB.prepare(
+      'SELECT idem_key FROM idempotency_keys WHERE app_id = ?1 ORDER BY created_at',
+    )
+      .bind(app)
+      .all<{ idem_key: string }>();
+    expect(results.map((r) => r.idem_key)).toEqual(Array.from({ length: fresh }, (_, i) => `k-${expired + fresh - i}`));
+    const line = info.mock.calls.map((c) => JSON.parse(String(c[0]))).find((l) => l.msg === 'idempotency keys purged');
+    expect(line).toMatchObject({ purged: expiredBefore });
   });
 });

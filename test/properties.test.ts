@@ -165,7 +165,7 @@ describe('properties over arbitrary requests', () => {
           body: sendsBody ? a.body : undefined,
         });
 
-        // The envelope, with the status CONTRACT §2 gives its code.
+        // The envelope, with a status that agrees with its code.
         expect(res.headers.get('content-type')).toBe('application/json');
         expect(res.headers.get('cache-control')).toBe('no-store');
         expect(res.headers.get('x-request-id')).toBeTruthy();

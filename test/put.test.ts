@@ -197,6 +197,39 @@ describe('PUT /v1.0/app/nft/webhook', () => {
     expect(await snapshot()).toEqual(before);
   });
 
+  it.each([
+    [
+      'arrays',
+      (id: string) => `{"webhook_id": ${id}, "is_enabled": false, "x": ${'['.repeat(2600)}${']'.repeat(2600)}}`,
+    ],
+    [
+      'objects',
+      (id: string) => `{"webhook_id": ${id}, "is_enabled": false, "x": ${'{"":'.repeat(1500)}1${'}'.repeat(1500)}}`,
+    ],
+    [
+      '33 levels',
+      (id: string) => `{"webhook_id": ${id}, "is_enabled": false, "x": ${'['.repeat(32)}${']'.repeat(32)}}`,
+    ],
+  ])('answers 400 for a body of %s nested too deeply, and changes nothing', async (_, body) => {
+    const id = await insertWebhook('app-a', { enabled: true });
+    const text = body(id);
+    expect(new TextEncoder().encode(text).byteLength).toBeLessThanOrEqual(MAX_BODY_BYTES);
+    const before = await snapshot();
+
+    const res = await put(text, bearer(await tokenFor('app-a')));
+
+    await expectUpdateFail(res, 400);
+    expect(res.headers.get('x-error-detail')).toBe('body nested too deeply');
+    expect(await snapshot()).toEqual(before);
+  });
+
+  it('accepts a body nested 32 levels deep (unknown fields are ignored)', async () => {
+    const id = await insertWebhook('app-a', { enabled: true });
+    const body = `{"webhook_id": ${id}, "is_enabled": false, "x": ${'['.repeat(31)}"a\\"[[{{\\\\", "]]]{{{"${']'.repeat(31)}}`;
+    await expectSuccess(await put(body, bearer(await tokenFor('app-a'))));
+    expect((await webhookRow(id))?.is_enabled).toBe(0);
+  });
+
   it('answers 413 for a body over the limit, declared or streamed, and changes nothing', async () => {
     const id = await insertWebhook('app-a', { enabled: true });
     const token = await tokenFor('app-a');

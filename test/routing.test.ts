@@ -1,5 +1,5 @@
 import { env, SELF } from 'cloudflare:test';
-import { afterEach, describe, expect, it, vi } from 'vitest';
+import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import {
   bearer,
   expectDeleteFail,
@@ -8,12 +8,15 @@ import {
   faultyDb,
   fetchWith,
   fetchWorker,
+  holdBookmark,
   insertWebhook,
   ORIGIN,
   snapshot,
   tokenFor,
   URL_,
 } from './helpers';
+
+beforeAll(holdBookmark);
 
 afterEach(() => {
   vi.restoreAllMocks();

@@ -1,12 +1,13 @@
 import type { MiddlewareHandler } from 'hono';
 import { errors, type JWTPayload, jwtVerify } from 'jose';
 import { ApiFailure, Code, retryLater } from '../http/envelope';
+import { withoutOws } from '../http/headers';
 import { authFailure } from '../http/limits';
 import type { AppEnv } from '../types';
 import { type AuthConfig, authConfig } from './config';
 import { KeysUnavailable } from './keys';
 
-/** Longest token we are willing to parse (CONTRACT §3). */
+/** Longest token we are willing to parse: a longer one is refused before any parsing. */
 export const MAX_TOKEN_LENGTH = 8192;
 
 const REALM = 'Bearer realm="nft-webhook"';
@@ -23,8 +24,12 @@ function invalidToken(detail: string, tokenSent: boolean, cause?: unknown): ApiF
   });
 }
 
-/** The bearer token of an `Authorization` header, checked for form and size before any parsing. */
-export function bearerToken(header: string | undefined): string {
+/**
+ * The bearer token of an `Authorization` header, checked for form and size before any parsing.
+ * Whitespace around the header value is not part of it.
+ */
+export function bearerToken(sent: string | undefined): string {
+  const header = sent === undefined ? undefined : withoutOws(sent);
   if (header === undefined || header === '') throw invalidToken('missing bearer token', false);
   if (header.length > MAX_TOKEN_LENGTH + 64) throw invalidToken('token too long', true);
   const match = BEARER.exec(header);
@@ -106,6 +111,11 @@ export async function verifyToken(token: string, config: AuthConfig): Promise<Id
     if (err instanceof errors.JWTExpired) throw invalidToken('token expired', true, err);
     if (err instanceof errors.JOSEError) throw invalidToken('token invalid', true, err);
     throw err;
+  }
+  // jose takes any JSON number as a time, and `1e400` parses to Infinity: a token that never
+  // expires (and would stay in the cache below). Every time claim must be a finite number.
+  if ([payload.exp, payload.nbf, payload.iat].some((t) => t !== undefined && !Number.isFinite(t))) {
+    throw invalidToken('token invalid', true);
   }
   // jose checks `iat` only against a maximum age; a token issued in the future is not valid yet.
   if (payload.iat !== undefined && payload.iat > Date.now() / 1000 + config.clockTolerance) {

@@ -31,6 +31,35 @@ export interface BodyOptions {
   exactNumbers?: boolean;
 }
 
+/** Deepest nesting of arrays and objects a JSON body may have. A valid body has depth 1. */
+export const MAX_JSON_DEPTH = 32;
+
+/**
+ * Whether JSON text nests arrays and objects more than `max` levels deep: one linear pass that
+ * counts `[` and `{` outside strings (escapes included). Parsing (and walking with a reviver)
+ * recurses per level, so text nested a few thousand levels deep must be refused before it is
+ * parsed. Pure, for any JSON text; text that is not JSON is left to the parser.
+ */
+export function jsonTooDeep(text: string, max = MAX_JSON_DEPTH): boolean {
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const ch = text.charCodeAt(i);
+    if (inString) {
+      if (ch === 0x5c)
+        i++; // `\`: the next character is escaped
+      else if (ch === 0x22) inString = false;
+    } else if (ch === 0x22) {
+      inString = true;
+    } else if (ch === 0x5b || ch === 0x7b) {
+      if (++depth > max) return true;
+    } else if (ch === 0x5d || ch === 0x7d) {
+      depth--;
+    }
+  }
+  return false;
+}
+
 /** A JSON request body: its exact bytes and its parsed value. */
 export interface JsonBody {
   bytes: Uint8Array;
@@ -41,9 +70,9 @@ const JSON_MEDIA_TYPE = /^application\/json[ \t]*(;|$)/i;
 
 /**
  * Reads a JSON body (PUT, POST): JSON media type (415), at most `maxBytes` (413; default
- * MAX_BODY_BYTES), strict UTF-8 and valid JSON (400). A `webhook_id` number arrives as its
- * NumberText; with `exactNumbers`, every number that JSON.stringify would write otherwise is
- * kept as its source text.
+ * MAX_BODY_BYTES), strict UTF-8, nested at most MAX_JSON_DEPTH levels and valid JSON (400). A
+ * `webhook_id` number arrives as its NumberText; with `exactNumbers`, every number that
+ * JSON.stringify would write otherwise is kept as its source text.
  */
 export async function readJsonBody(
   req: Request,
@@ -61,6 +90,7 @@ export async function readJsonBody(
     if (err instanceof TypeError) throw badInput('body is not valid UTF-8');
     throw err;
   }
+  if (jsonTooDeep(text)) throw badInput('body nested too deeply');
   try {
     const reviver = exactNumbers ? keepNumberText : keepIdText;
     return { bytes, value: JSON.parse(text, reviver as (key: string, value: unknown) => unknown) };

@@ -1,5 +1,6 @@
 import type { Context } from 'hono';
 import type { AppEnv } from '../types';
+import { withoutOws } from './headers';
 import { log } from './log';
 
 /**
@@ -81,9 +82,13 @@ export const conflict = (detail: string) => new ApiFailure(409, detail);
 
 const REQUEST_ID = /^[\w.:@/+=-]{1,128}$/;
 
-/** The request's id: a sane incoming `X-Request-Id` is kept, otherwise a new UUID. */
+/**
+ * The request's id: a sane incoming `X-Request-Id` (without the whitespace around it) is kept,
+ * otherwise a new UUID.
+ */
 export function requestIdOf(req: Request): string {
-  const incoming = req.headers.get('x-request-id');
+  const sent = req.headers.get('x-request-id');
+  const incoming = sent === null ? null : withoutOws(sent);
   return incoming !== null && REQUEST_ID.test(incoming) ? incoming : crypto.randomUUID();
 }
 
@@ -138,7 +143,7 @@ export function envelope(
   return res;
 }
 
-/** The D1 bookmark header of a request that used D1 (CONTRACT §10); none before any query. */
+/** The D1 bookmark header: on every reply of a request that used D1; none before any query. */
 export function bookmarkHeader(c: Context<AppEnv>): Record<string, string> | undefined {
   const bookmark = c.get('bookmark');
   return bookmark === undefined || bookmark === null ? undefined : { 'x-d1-bookmark': bookmark };

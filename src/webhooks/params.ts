@@ -2,6 +2,7 @@
 // a 400 failure). Every route that reads a kind of input reads it here.
 import { NumberText } from '../http/body';
 import { badInput } from '../http/envelope';
+import { withoutOws } from '../http/headers';
 
 const INT64_MAX = '9223372036854775807';
 export const ID_RANGE = 'webhook_id must be a decimal integer from 1 to 9223372036854775807';
@@ -121,7 +122,11 @@ export function parseBookmark(text: string): string | null {
   return text.length <= MAX_BOOKMARK_LENGTH && BOOKMARK.test(text) ? text : null;
 }
 
-/** An `Idempotency-Key`: 1 to 255 visible ASCII characters; null otherwise. */
-export function parseIdempotencyKey(text: string): string | null {
+/**
+ * An `Idempotency-Key` header value: 1 to 255 visible ASCII characters once the whitespace around
+ * it is removed (the same key with or without it is one key); null otherwise.
+ */
+export function parseIdempotencyKey(header: string): string | null {
+  const text = withoutOws(header);
   return /^[\x21-\x7e]{1,255}$/.test(text) ? text : null;
 }

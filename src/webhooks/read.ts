@@ -16,7 +16,7 @@ import {
 import { pageJson, webhookJson } from './representation';
 import { getWebhook, listWebhooks, type PageQuery } from './store';
 
-/** The list's query parameters, each at most once (CONTRACT §10); others are ignored. */
+/** The list's query parameters, each at most once; others are ignored. */
 export function pageQuery(query: URLSearchParams): PageQuery {
   const limit = single(query, 'limit');
   const cursor = single(query, 'cursor');

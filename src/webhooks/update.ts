@@ -13,7 +13,7 @@ export interface WebhookUpdate {
   isEnabled?: boolean;
 }
 
-/** Validates a parsed PUT body (CONTRACT §5, §6). Unknown fields are ignored. */
+/** Validates a parsed PUT body: int64 `webhook_id`, optional boolean `is_enabled`; others ignored. */
 export function webhookUpdate(body: unknown): WebhookUpdate {
   const { webhook_id: raw, is_enabled: isEnabled } = jsonObject(body);
   const webhookId = webhookIdField(raw);

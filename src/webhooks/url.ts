@@ -1,12 +1,12 @@
 import ipaddr from 'ipaddr.js';
 import { badInput } from '../http/envelope';
 
-/** Longest webhook URL, as sent and as normalised (CONTRACT §9). */
+/** Longest webhook URL, as sent and as normalised. */
 export const MAX_URL_LENGTH = 2048;
 
-// Names that never leave the local network: localhost (RFC 6761), mDNS (.local), the
-// private-use .internal, and home networks (RFC 8375).
-const LOCAL_NAMES = ['localhost', 'local', 'internal', 'home.arpa'];
+// Names that are never a public endpoint: localhost, .test and .invalid (RFC 6761), mDNS
+// (.local), the private-use .internal, home networks (RFC 8375) and Tor onion services (RFC 7686).
+const LOCAL_NAMES = ['localhost', 'local', 'internal', 'home.arpa', 'test', 'invalid', 'onion'];
 
 const refused = (why: string) => badInput(`url ${why}`);
 
@@ -35,9 +35,9 @@ function isPublicName(host: string): boolean {
 
 /**
  * A webhook URL, checked and normalised: an absolute https URL of at most MAX_URL_LENGTH
- * characters, without credentials or fragment, whose host is a public DNS name or a public IP
- * address. Returns the WHATWG form (`new URL(text).href`), in which URLs are stored and compared;
- * anything else is a 400. For an origin in `allowed` (WEBHOOK_URL_ALLOWED_ORIGINS: local
+ * characters, without credentials, port 0 or fragment, whose host is a public DNS name or a
+ * public IP address. Returns the WHATWG form (`new URL(text).href`), in which URLs are stored and
+ * compared; anything else is a 400. For an origin in `allowed` (WEBHOOK_URL_ALLOWED_ORIGINS: local
  * receivers, test rigs) only the scheme and host rules are waived.
  */
 export function webhookUrl(text: string, allowed?: ReadonlySet<string>): string {
@@ -51,6 +51,8 @@ export function webhookUrl(text: string, allowed?: ReadonlySet<string>): string 
   const waived = allowed !== undefined && allowed.size > 0 && allowed.has(url.origin);
   if (url.protocol !== 'https:' && !waived) throw refused('must use https');
   if (url.username !== '' || url.password !== '') throw refused('must not contain credentials');
+  // Port 0 is reserved: nothing can listen on it.
+  if (url.port === '0') throw refused('must not use port 0');
   const href = url.href;
   // `#` can stand unescaped in a normalised URL only as the start of its fragment (even an empty one).
   if (href.includes('#')) throw refused('must not contain a fragment');
