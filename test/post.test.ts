@@ -614,7 +614,9 @@ describe('the Cron Trigger', () => {
       .bind(app)
       .all<{ idem_key: string }>();
     expect(results.map((r) => r.idem_key)).toEqual(Array.from({ length: fresh }, (_, i) => `k-${expired + fresh - i}`));
-    const line = info.mock.calls.map((c) => JSON.parse(String(c[0]))).find((l) => l.msg === 'idempotency keys purged');
-    expect(line).toMatchObject({ purged: expiredBefore });
+    const line = info.mock.calls
+      .map((c) => JSON.parse(String(c[0])))
+      .find((l) => l.msg === 'cron: expired idempotency keys purged');
+    expect(line).toMatchObject({ rows: expiredBefore });
   });
 });
