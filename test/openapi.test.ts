@@ -2,11 +2,30 @@ import { env, SELF } from 'cloudflare:test';
 import { Validator } from '@cfworker/json-schema';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import doc from '../docs/openapi.json';
+import { EVENT_PATH } from '../src/events/routes';
 import { Code, envelope } from '../src/http/envelope';
-import { bearer, faultyDb, fetchWith, insertWebhook, ORIGIN, PATH, tokenFor, URL_ } from './helpers';
+import { SECRET_PATH } from '../src/webhooks/routes';
+import {
+  bearer,
+  expectValue,
+  faultyDb,
+  fetchWith,
+  insertWebhook,
+  ORIGIN,
+  PATH,
+  tokenFor,
+  URL_,
+  type Webhook,
+} from './helpers';
 
-/** The body limit the docs promise (8 KiB). */
+/** The body limits the docs promise: 8 KiB for a webhook's, 64 KiB for an event's. */
 const MAX_BODY_BYTES = 8192;
+const MAX_EVENT_BYTES = 65536;
+
+const SECRET_URL = ORIGIN + SECRET_PATH;
+const EVENT_URL = ORIGIN + EVENT_PATH;
+/** The form the docs give a signing secret: `whsec_` + padded base64 of 32 bytes. */
+const SECRET = /^whsec_[A-Za-z0-9+/]{43}=$/;
 
 afterEach(() => {
   vi.restoreAllMocks();
@@ -31,31 +50,57 @@ function resolve(node: unknown): unknown {
 
 const validate = (schema: unknown, value: unknown) => new Validator(schema as object, '2020-12', false).validate(value);
 
-/** Asserts that `res` is a documented reply of `operation` (or of the path-level 404/405). */
+type Method = 'get' | 'post' | 'put' | 'delete';
+const paths = doc.paths as Record<string, Partial<Record<Method, { responses: Node }>>>;
+
+/** The methods the document gives a path, as an `Allow` header lists them. */
+const documentedMethods = (path: string) =>
+  Object.keys(paths[path] ?? {})
+    .map((m) => m.toUpperCase())
+    .sort()
+    .join(', ');
+
+/** Headers a reply may carry besides the ones every reply has: each must be documented where it appears. */
+const OCCASIONAL_HEADERS = [
+  'retry-after',
+  'www-authenticate',
+  'x-d1-bookmark',
+  'location',
+  'idempotent-replayed',
+  'x-error-detail',
+];
+
+/** Asserts that `res` is a documented reply of `operation` on `path` (or of the path-level 404/405). */
 async function expectDocumented(
   res: Response,
-  operation: 'get' | 'post' | 'put' | 'delete' | 'unknown-path' | 'other-method',
+  operation: Method | 'unknown-path' | 'other-method',
+  path: string = PATH,
 ) {
   const body = await res.json();
-  let response: Node;
   if (operation === 'unknown-path' || operation === 'other-method') {
     const schema = resolve({
       $ref: `#/components/schemas/${operation === 'unknown-path' ? 'NotFound' : 'MethodNotAllowed'}`,
     });
     expect(validate(schema, body).errors).toEqual([]);
+    if (operation === 'other-method') expect(res.headers.get('allow')).toBe(documentedMethods(path));
     return;
   }
-  const responses = (doc.paths[PATH] as Node)[operation] as { responses: Node };
-  response = resolve(responses.responses[String(res.status)]) as Node;
-  expect(response, `${operation.toUpperCase()} ${res.status} is documented`).toBeDefined();
+  const label = `${operation.toUpperCase()} ${path} ${res.status}`;
+  const documented = paths[path]?.[operation];
+  expect(documented, `${operation.toUpperCase()} ${path} is documented`).toBeDefined();
+  const response = resolve((documented as { responses: Node }).responses[String(res.status)]) as Node;
+  expect(response, `${label} is documented`).toBeDefined();
   const schema = (response.content as Node)['application/json'] as { schema: unknown };
-  expect(validate(schema.schema, body).errors).toEqual([]);
-  for (const [name, header] of Object.entries(
-    response.headers as Record<string, { required?: boolean; schema: unknown }>,
-  )) {
+  expect(validate(schema.schema, body).errors, label).toEqual([]);
+  const headers = response.headers as Record<string, { required?: boolean; schema: unknown }>;
+  for (const [name, header] of Object.entries(headers)) {
     const value = res.headers.get(name);
-    if (header.required) expect(value, `${name} on ${res.status}`).not.toBeNull();
+    if (header.required) expect(value, `${name} on ${label}`).not.toBeNull();
     if (value !== null) expect(validate(header.schema, value).errors, `${name}: ${value}`).toEqual([]);
+  }
+  const names = Object.keys(headers).map((name) => name.toLowerCase());
+  for (const name of OCCASIONAL_HEADERS) {
+    if (res.headers.has(name)) expect(names, `${name} on ${label} is documented`).toContain(name);
   }
 }
 
@@ -201,6 +246,160 @@ describe('docs/openapi.json', () => {
     }
     await expectDocumented(await SELF.fetch(`${ORIGIN}/openapi.json`), 'unknown-path');
     await expectDocumented(await SELF.fetch(URL_, { method: 'PATCH' }), 'other-method');
+  });
+
+  it('documents every reply of reading a secret and publishing an event: status, body schema and headers', async () => {
+    vi.spyOn(console, 'error').mockImplementation(() => {});
+    const token = await tokenFor('app-s');
+    const publisher = await tokenFor('platform-svc', { scope: 'events:publish' });
+    const limited = { ...env, APP_RATE_LIMITER: { limit: async () => ({ success: false }) } };
+    // Failures after D1 ran the statements: the reply carries the session's bookmark.
+    const failingAfter = (message: string) => faultyDb(Array.from({ length: 10 }, () => ({ after: message }))).db;
+    const overloaded = () => failingAfter('D1_ERROR: D1 DB is overloaded. Too many requests queued.');
+    const broken = () => failingAfter('D1_ERROR: no such table');
+
+    // A webhook registered through the API (with its secret), one stored without a secret, another application's.
+    const created = await fetchWith(
+      {},
+      new Request(URL_, {
+        method: 'POST',
+        headers: { ...bearer(token), 'content-type': 'application/json' },
+        body: JSON.stringify({ url: 'https://hooks.example.com/secret-doc', event_types: ['nft.minted'] }),
+      }),
+    );
+    const { value: hook } = await expectValue<Webhook & { secret: string }>(created, 201);
+    const legacy = await insertWebhook('app-s');
+    const foreign = await insertWebhook('app-t');
+
+    const secretRequest = (query: string, headers: Record<string, string>) =>
+      new Request(`${SECRET_URL}?${query}`, { headers });
+    const secret: [string, () => Promise<Response>][] = [
+      ['200', () => fetchWith({}, secretRequest(`webhook_id=${hook.webhook_id}`, bearer(token)))],
+      ['200 given now', () => fetchWith({}, secretRequest(`webhook_id=${legacy}`, bearer(token)))],
+      [
+        '200 bookmark not read',
+        () =>
+          fetchWith(
+            {},
+            secretRequest(`webhook_id=${hook.webhook_id}`, { ...bearer(token), 'x-d1-bookmark': 'first-primary' }),
+          ),
+      ],
+      ['400', () => fetchWith({}, secretRequest('webhook_id=abc', bearer(token)))],
+      ['400 missing', () => fetchWith({}, secretRequest('', bearer(token)))],
+      ['400 repeated', () => fetchWith({}, secretRequest(`webhook_id=${legacy}&webhook_id=${legacy}`, bearer(token)))],
+      ['401', () => fetchWith({}, secretRequest(`webhook_id=${legacy}`, {}))],
+      ['401 invalid_token', () => fetchWith({}, secretRequest(`webhook_id=${legacy}`, bearer('a.b.c')))],
+      ['404', () => fetchWith({}, secretRequest(`webhook_id=${foreign}`, bearer(token)))],
+      ['404 missing', () => fetchWith({}, secretRequest('webhook_id=9223372036854775807', bearer(token)))],
+      ['429', () => fetchWith(limited, secretRequest(`webhook_id=${legacy}`, bearer(token)))],
+      ['500', () => fetchWith({ DB: broken() }, secretRequest(`webhook_id=${legacy}`, bearer(token)))],
+      [
+        '500 configuration',
+        () => fetchWith({ WEBHOOK_SECRET_KEY: '' }, secretRequest(`webhook_id=${legacy}`, bearer(token))),
+      ],
+      ['503', () => fetchWith({ DB: overloaded() }, secretRequest(`webhook_id=${legacy}`, bearer(token)))],
+    ];
+    const secrets = new Map<string, string>();
+    for (const [expected, send] of secret) {
+      const res = await send();
+      expect(String(res.status), `GET secret ${expected}`).toBe(expected.slice(0, 3));
+      // Every reply that used D1 carries its bookmark.
+      if (['200', '404', '500', '503'].includes(expected.slice(0, 3)) && expected !== '500 configuration') {
+        expect(res.headers.get('x-d1-bookmark'), `GET secret ${expected}`).not.toBeNull();
+      }
+      if (res.status === 200) {
+        secrets.set(expected, ((await res.clone().json()) as { value: { secret: string } }).value.secret);
+      }
+      await expectDocumented(res, 'get', SECRET_PATH);
+    }
+    // The secret is the one the registration showed; the one given to the older webhook stays.
+    expect(secrets.get('200')).toBe(hook.secret);
+    expect(secrets.get('200 given now')).toMatch(SECRET);
+    const again = await fetchWith({}, secretRequest(`webhook_id=${legacy}`, bearer(token)));
+    expect((await expectValue<{ secret: string }>(again)).value.secret).toBe(secrets.get('200 given now'));
+
+    const eventRequest = (headers: Record<string, string>, body: string, type = 'application/json') =>
+      new Request(EVENT_URL, { method: 'POST', headers: { 'content-type': type, ...headers }, body });
+    const event = (fields: Record<string, unknown> = {}) =>
+      JSON.stringify({ app_id: 'app-s', type: 'nft.minted', data: { token_id: '7' }, ...fields });
+    /** An event body of exactly `bytes` bytes. */
+    const sized = (bytes: number) => {
+      const head = event({ data: { pad: '' } });
+      return head.replace('"pad":""', `"pad":"${'x'.repeat(bytes - head.length)}"`);
+    };
+    const [unscoped, otherScopes, scopeArray, amongScopes] = await Promise.all([
+      tokenFor('platform-svc'),
+      tokenFor('platform-svc', { scope: 'events:read events:publisher' }),
+      tokenFor('platform-svc', { scope: ['events:publish'] }),
+      tokenFor('platform-svc', { scope: 'events:read events:publish' }),
+    ]);
+    expect(new TextEncoder().encode(sized(MAX_EVENT_BYTES)).byteLength).toBe(MAX_EVENT_BYTES);
+    const publish: [string, () => Promise<Response>][] = [
+      ['202', () => fetchWith({}, eventRequest(bearer(publisher), event({ id: 'doc-1' })))],
+      ['202 same id', () => fetchWith({}, eventRequest(bearer(publisher), event({ id: 'doc-1', data: {} })))],
+      ['202 no webhooks', () => fetchWith({}, eventRequest(bearer(publisher), event({ app_id: 'app-none' })))],
+      ['202 among scopes', () => fetchWith({}, eventRequest(bearer(amongScopes as string), event()))],
+      ['202 64 KiB', () => fetchWith({}, eventRequest(bearer(publisher), sized(MAX_EVENT_BYTES)))],
+      ['400', () => fetchWith({}, eventRequest(bearer(publisher), event({ type: 'nft minted' })))],
+      ['400 JSON', () => fetchWith({}, eventRequest(bearer(publisher), '{"app_id":'))],
+      ['401', () => fetchWith({}, eventRequest({}, event()))],
+      ['401 invalid_token', () => fetchWith({}, eventRequest(bearer('a.b.c'), event()))],
+      ['403', () => fetchWith({}, eventRequest(bearer(unscoped as string), event()))],
+      ['403 other scopes', () => fetchWith({}, eventRequest(bearer(otherScopes as string), event()))],
+      ['403 scope not a string', () => fetchWith({}, eventRequest(bearer(scopeArray as string), event()))],
+      ['413', () => fetchWith({}, eventRequest(bearer(publisher), sized(MAX_EVENT_BYTES + 1)))],
+      ['415', () => fetchWith({}, eventRequest(bearer(publisher), event(), 'text/plain'))],
+      ['429', () => fetchWith(limited, eventRequest(bearer(publisher), event()))],
+      ['500', () => fetchWith({ DB: broken() }, eventRequest(bearer(publisher), event()))],
+      ['503', () => fetchWith({ DB: overloaded() }, eventRequest(bearer(publisher), event()))],
+    ];
+    const eventIds = new Map<string, string>();
+    for (const [expected, send] of publish) {
+      const res = await send();
+      expect(String(res.status), `POST event ${expected}`).toBe(expected.slice(0, 3));
+      if (res.status === 202) {
+        const { value } = await expectValue<{ event_id: string }>(res.clone(), 202);
+        eventIds.set(expected, value.event_id);
+      }
+      if (['202', '500', '503'].includes(expected.slice(0, 3))) {
+        expect(res.headers.get('x-d1-bookmark'), `POST event ${expected}`).not.toBeNull();
+      }
+      if (res.status === 403) {
+        expect(res.headers.get('www-authenticate')).toBe(
+          'Bearer realm="nft-webhook", error="insufficient_scope", scope="events:publish"',
+        );
+      }
+      await expectDocumented(res, 'post', EVENT_PATH);
+    }
+    // The same id for the same application is one event: one row, and its deliveries made once.
+    expect(eventIds.get('202 same id')).toBe(eventIds.get('202'));
+    const stored = await env.DB.prepare(
+      `SELECT (SELECT COUNT(*) FROM events WHERE app_id = 'app-s' AND source_key = 'id:doc-1') AS events,
+              (SELECT COUNT(*) FROM deliveries WHERE event_id = ?1) AS deliveries`,
+    )
+      .bind(eventIds.get('202'))
+      .first<{ events: number; deliveries: number }>();
+    // Two webhooks of app-s receive nft.minted: the registered one (its event_types) and the stored one (every type).
+    expect(stored).toEqual({ events: 1, deliveries: 2 });
+
+    for (const [path, method, query] of [
+      [SECRET_PATH, 'POST', '?webhook_id=1'],
+      [SECRET_PATH, 'HEAD', '?webhook_id=1'],
+      [SECRET_PATH, 'DELETE', '?webhook_id=1'],
+      [EVENT_PATH, 'GET', ''],
+      [EVENT_PATH, 'PUT', ''],
+      [EVENT_PATH, 'OPTIONS', ''],
+    ] as const) {
+      const res = await SELF.fetch(`${ORIGIN}${path}${query}`, { method, headers: bearer(publisher) });
+      expect(res.status, `${method} ${path}`).toBe(405);
+      if (method === 'HEAD') {
+        expect(res.headers.get('allow')).toBe(documentedMethods(path));
+        await res.arrayBuffer();
+      } else {
+        await expectDocumented(res, 'other-method', path);
+      }
+    }
+    await expectDocumented(await SELF.fetch(`${ORIGIN}${SECRET_PATH}/`), 'unknown-path');
   });
 
   /** Sends each body to the Worker: the schema must accept exactly those it does not refuse (400). */
