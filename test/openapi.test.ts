@@ -402,22 +402,33 @@ describe('docs/openapi.json', () => {
     await expectDocumented(await SELF.fetch(`${ORIGIN}${SECRET_PATH}/`), 'unknown-path');
   });
 
-  /** Sends each body to the Worker: the schema must accept exactly those it does not refuse (400). */
-  async function expectSchemaAgrees(schemaName: string, method: 'PUT' | 'POST', app: string, bodies: string[]) {
-    const token = await tokenFor(app);
-    const schema = resolve({ $ref: `#/components/schemas/${schemaName}` });
+  /**
+   * Sends each body to the operation: the schema of its documented request body must accept exactly
+   * the bodies the Worker does not refuse (400).
+   */
+  async function expectSchemaAgrees(method: 'PUT' | 'POST', path: string, token: string, bodies: string[]) {
+    const operation = paths[path]?.[method.toLowerCase() as Method] as { requestBody: Node } | undefined;
+    expect(operation, `${method} ${path} is documented`).toBeDefined();
+    const { schema } = (resolve(operation?.requestBody) as { content: Record<string, { schema: unknown }> }).content[
+      'application/json'
+    ] as { schema: unknown };
     for (const body of bodies) {
       const res = await fetchWith(
         {},
-        new Request(URL_, { method, headers: { ...bearer(token), 'content-type': 'application/json' }, body }),
+        new Request(ORIGIN + path, {
+          method,
+          headers: { ...bearer(token), 'content-type': 'application/json' },
+          body,
+        }),
       );
       await res.text();
+      expect(res.status, body).toBeLessThan(500);
       expect(validate(schema, JSON.parse(body)).valid, body).toBe(res.status !== 400);
     }
   }
 
   it('its request body schema accepts and refuses what the Worker does', async () => {
-    await expectSchemaAgrees('WebhookUpdate', 'PUT', 'app-a', [
+    await expectSchemaAgrees('PUT', PATH, await tokenFor('app-a'), [
       '{"webhook_id": 7}',
       '{"webhook_id": "7", "is_enabled": true}',
       '{"webhook_id": 7, "is_enabled": false, "extra": [1]}',
@@ -437,7 +448,8 @@ describe('docs/openapi.json', () => {
   });
 
   it('its registration schema accepts and refuses the body shapes the Worker does', async () => {
-    await expectSchemaAgrees('WebhookRegistration', 'POST', 'app-schema', [
+    const types = (n: number) => JSON.stringify(Array.from({ length: n }, (_, i) => `type.${i}`));
+    await expectSchemaAgrees('POST', PATH, await tokenFor('app-schema'), [
       '{"url": "https://hooks.example.com/s1"}',
       '{"url": "https://hooks.example.com/s2", "is_enabled": false}',
       '{"url": "https://hooks.example.com/s3", "extra": [1]}',
@@ -448,6 +460,61 @@ describe('docs/openapi.json', () => {
       `{"url": "https://hooks.example.com/${'a'.repeat(2048)}"}`,
       '{"is_enabled": true}',
       '["https://hooks.example.com/"]',
+      '{"url": "https://hooks.example.com/t1", "event_types": null}',
+      '{"url": "https://hooks.example.com/t2", "event_types": ["nft.minted"]}',
+      `{"url": "https://hooks.example.com/t3", "event_types": ${types(50)}}`,
+      `{"url": "https://hooks.example.com/t4", "event_types": ["${'A_z.9'.repeat(12)}abcd"]}`,
+      `{"url": "https://hooks.example.com/t5", "event_types": ${types(51)}}`,
+      '{"url": "https://hooks.example.com/t6", "event_types": []}',
+      '{"url": "https://hooks.example.com/t7", "event_types": ["nft.minted", "nft.minted"]}',
+      '{"url": "https://hooks.example.com/t8", "event_types": ["nft minted"]}',
+      '{"url": "https://hooks.example.com/t9", "event_types": ["nft-minted"]}',
+      '{"url": "https://hooks.example.com/t10", "event_types": [""]}',
+      `{"url": "https://hooks.example.com/t11", "event_types": ["${'a'.repeat(65)}"]}`,
+      '{"url": "https://hooks.example.com/t12", "event_types": "nft.minted"}',
+      '{"url": "https://hooks.example.com/t13", "event_types": [1]}',
+      '{"url": "https://hooks.example.com/t14", "event_types": [null]}',
+      '{"url": "https://hooks.example.com/t15", "event_types": {}}',
+      '{"url": "https://hooks.example.com/t16", "event_types": ["nft.minted\\n"]}',
+    ]);
+  });
+
+  it("its event schema accepts and refuses the bodies the Worker's publishing does", async () => {
+    const publisher = await tokenFor('platform-svc', { scope: 'events:publish' });
+    const event = (fields: Record<string, unknown>, without?: string) => {
+      const body: Record<string, unknown> = { app_id: 'app-events', type: 'nft.minted', data: {}, ...fields };
+      if (without !== undefined) delete body[without];
+      return JSON.stringify(body);
+    };
+    await expectSchemaAgrees('POST', EVENT_PATH, publisher, [
+      event({}),
+      event({ id: 'evt-1_A', data: { nested: { list: [1, 2.5, null, 'x'] } }, extra: [1] }),
+      event({ app_id: 'a'.repeat(255), type: `${'A_z.9'.repeat(12)}abcd`, id: 'a'.repeat(64) }),
+      event({ app_id: 'ä👍' }),
+      event({}, 'app_id'),
+      event({ app_id: '' }),
+      event({ app_id: 'a'.repeat(256) }),
+      event({ app_id: 5 }),
+      event({ app_id: null }),
+      event({}, 'type'),
+      event({ type: '' }),
+      event({ type: 'a'.repeat(65) }),
+      event({ type: 'nft-minted' }),
+      event({ type: 'nft.minted\n' }),
+      event({ type: ['nft.minted'] }),
+      event({}, 'data'),
+      event({ data: [] }),
+      event({ data: null }),
+      event({ data: 'x' }),
+      event({ data: 5 }),
+      event({ id: '' }),
+      event({ id: 'a'.repeat(65) }),
+      event({ id: 'a.b' }),
+      event({ id: 5 }),
+      event({ id: null }),
+      '[]',
+      '"event"',
+      'null',
     ]);
   });
 
