@@ -4,6 +4,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import doc from '../docs/openapi.json';
 import { EVENT_PATH } from '../src/events/routes';
 import { Code, envelope } from '../src/http/envelope';
+import { allowedMethods, operationCode } from '../src/http/operations';
 import { SECRET_PATH } from '../src/webhooks/routes';
 import {
   bearer,
@@ -533,5 +534,22 @@ describe('docs/openapi.json', () => {
     );
     expect(documented).toEqual(expect.arrayContaining(sent));
     expect(sent).toEqual(expect.arrayContaining(documented));
+  });
+
+  it("documents every method of each path, and gives each operation's failures its code", () => {
+    for (const [path, methods] of Object.entries(paths)) {
+      expect(documentedMethods(path), path).toBe(allowedMethods(path));
+      for (const [method, operation] of Object.entries(methods) as [Method, { responses: Node }][]) {
+        for (const [status, response] of Object.entries(operation.responses)) {
+          const { schema } = ((resolve(response) as Node).content as Node)['application/json'] as {
+            schema: { properties?: { return?: { const?: number } }; oneOf?: unknown[] };
+          };
+          const expected =
+            Number(status) < 400 ? 0 : status === '401' ? Code.invalidToken : operationCode(method.toUpperCase(), path);
+          const codes = (schema.oneOf ?? [schema]).map((s) => (s as typeof schema).properties?.return?.const);
+          expect(codes, `${method.toUpperCase()} ${path} ${status}`).toEqual(codes.map(() => expected));
+        }
+      }
+    }
   });
 });
