@@ -1,7 +1,9 @@
-import { env, SELF } from 'cloudflare:test';
+import { createExecutionContext, createMessageBatch, env, getQueueResult, SELF } from 'cloudflare:test';
 import { Validator } from '@cfworker/json-schema';
+import { Webhook as StandardWebhook } from 'standardwebhooks';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import doc from '../docs/openapi.json';
+import { consumeDeliveries } from '../src/deliveries/consumer';
 import { EVENT_PATH } from '../src/events/routes';
 import { Code, envelope } from '../src/http/envelope';
 import { allowedMethods, operationCode } from '../src/http/operations';
@@ -551,5 +553,191 @@ describe('docs/openapi.json', () => {
         }
       }
     }
+  });
+
+  it('shows event_types on every webhook, and its signing secret only in the registration', async () => {
+    const token = await tokenFor('app-fields');
+    const register = (body: Record<string, unknown>, key?: string) =>
+      fetchWith(
+        {},
+        new Request(URL_, {
+          method: 'POST',
+          headers: {
+            ...bearer(token),
+            'content-type': 'application/json',
+            ...(key === undefined ? {} : { 'idempotency-key': key }),
+          },
+          body: JSON.stringify(body),
+        }),
+      );
+    const typed = { url: 'https://hooks.example.com/fields-1', event_types: ['nft.minted', 'nft.burned'] };
+    const webhookFields = Object.keys(doc.components.schemas.Webhook.properties);
+    expect(webhookFields).toEqual(['webhook_id', 'url', 'is_enabled', 'event_types', 'created_at', 'updated_at']);
+
+    const first = await register(typed, 'fields');
+    const { value: created } = await expectValue<Webhook & { secret: string }>(first.clone(), 201);
+    await expectDocumented(first, 'post');
+    // The fields in the documented order, the secret last.
+    expect(Object.keys(created)).toEqual([...webhookFields, 'secret']);
+    expect(created.event_types).toEqual(typed.event_types);
+    expect(created.secret).toMatch(SECRET);
+    expect(atob(created.secret.slice('whsec_'.length))).toHaveLength(32);
+
+    const replay = await register(typed, 'fields');
+    expect(replay.headers.get('idempotent-replayed')).toBe('true');
+    expect((await expectValue(replay.clone(), 201)).value).toEqual(created);
+    await expectDocumented(replay, 'post');
+
+    // Absent or null: every type. Each registration has a secret of its own.
+    const untyped = await register({ url: 'https://hooks.example.com/fields-2' });
+    const nulled = await register({ url: 'https://hooks.example.com/fields-3', event_types: null });
+    const every = [(await expectValue<Webhook & { secret: string }>(untyped.clone(), 201)).value];
+    every.push((await expectValue<Webhook & { secret: string }>(nulled.clone(), 201)).value);
+    await expectDocumented(untyped, 'post');
+    await expectDocumented(nulled, 'post');
+    expect(every.map((w) => w.event_types)).toEqual([null, null]);
+    expect(new Set([created.secret, ...every.map((w) => w.secret)]).size).toBe(3);
+
+    // GET shows the webhook with event_types and without its secret, alone or in a list.
+    const { secret, ...shown } = created;
+    const one = await fetchWith(
+      {},
+      new Request(`${URL_}?webhook_id=${created.webhook_id}`, { headers: bearer(token) }),
+    );
+    const read = await expectValue<Webhook>(one.clone());
+    expect(read.value).toEqual(shown);
+    expect(Object.keys(read.value)).toEqual(webhookFields);
+    expect(read.text).not.toContain(secret);
+    await expectDocumented(one, 'get');
+    const list = await fetchWith({}, new Request(URL_, { headers: bearer(token) }));
+    const page = await expectValue<{ webhooks: Webhook[] }>(list.clone());
+    expect(page.value.webhooks.map((w) => [w.url, w.event_types])).toEqual([
+      [typed.url, typed.event_types],
+      ['https://hooks.example.com/fields-2', null],
+      ['https://hooks.example.com/fields-3', null],
+    ]);
+    expect(page.value.webhooks.every((w) => Object.keys(w).join() === webhookFields.join())).toBe(true);
+    expect(page.text).not.toContain('whsec_');
+    await expectDocumented(list, 'get');
+  });
+
+  it('describes the deliveries the Worker sends (webhooks.nftEvent): request, signature and the replies it heeds', async () => {
+    const token = await tokenFor('app-deliver');
+    const publisher = await tokenFor('platform-svc', { scope: 'events:publish' });
+    const register = async (name: string, eventTypes: string[] | null) => {
+      const res = await fetchWith(
+        {},
+        new Request(URL_, {
+          method: 'POST',
+          headers: { ...bearer(token), 'content-type': 'application/json' },
+          body: JSON.stringify({ url: `https://hooks.example.com/${name}`, event_types: eventTypes }),
+        }),
+      );
+      return (await expectValue<Webhook & { secret: string }>(res, 201)).value;
+    };
+    // Each answers as its name says; `other` does not take the event's type.
+    const hooks = {
+      ok: await register('ok', null),
+      gone: await register('gone', ['nft.minted']),
+      busy: await register('busy', ['nft.burned', 'nft.minted']),
+      other: await register('other', ['nft.burned']),
+    };
+    const replies: Record<string, () => Response> = {
+      '/ok': () => new Response(null, { status: 204 }),
+      '/gone': () => new Response('gone', { status: 410 }),
+      '/busy': () => new Response('later', { status: 503, headers: { 'retry-after': '3600' } }),
+    };
+
+    // `data` as the publisher wrote it: an integer no double holds.
+    const body =
+      '{"app_id":"app-deliver","type":"nft.minted","id":"deliver-1","data":{"token_id":123456789012345678901234567890}}';
+    const publish = await fetchWith(
+      {},
+      new Request(EVENT_URL, {
+        method: 'POST',
+        headers: { ...bearer(publisher), 'content-type': 'application/json' },
+        body,
+      }),
+    );
+    const { value } = await expectValue<{ event_id: string }>(publish, 202);
+    const { results: deliveries } = await env.DB.prepare(
+      `SELECT CAST(delivery_id AS TEXT) AS id, CAST(webhook_id AS TEXT) AS webhook FROM deliveries
+       WHERE event_id = ?1 ORDER BY delivery_id`,
+    )
+      .bind(value.event_id)
+      .all<{ id: string; webhook: string }>();
+    expect(deliveries.map((d) => d.webhook)).toEqual(
+      [hooks.ok, hooks.gone, hooks.busy].map((h) => String(h.webhook_id)),
+    );
+
+    const sent: { url: URL; headers: Headers; method: string; body: string }[] = [];
+    const fetcher = (async (input: RequestInfo | URL, init?: RequestInit) => {
+      const request = new Request(input, init);
+      const url = new URL(request.url);
+      sent.push({ url, headers: request.headers, method: request.method, body: await request.text() });
+      return (replies[url.pathname] as () => Response)();
+    }) as typeof fetch;
+    const batch = createMessageBatch(
+      'nft-webhook-deliveries',
+      deliveries.map((d) => ({
+        id: `msg-${d.webhook}`,
+        timestamp: new Date(),
+        attempts: 1,
+        body: { delivery_id: d.id },
+      })),
+    );
+    // The pool's batch records which messages were retried, not their delays: spies see those.
+    const retries = batch.messages.map((message) => vi.spyOn(message, 'retry'));
+    const ctx = createExecutionContext();
+    await consumeDeliveries(batch, env, fetcher);
+    const result = await getQueueResult(batch, ctx);
+
+    // Every request is the documented one: its headers, its body, its signature by the webhook's secret.
+    const operation = resolve(doc.webhooks.nftEvent.post) as {
+      parameters: { name: string; in: string; required?: boolean; schema: unknown }[];
+      requestBody: { content: Record<string, { schema: unknown }> };
+      responses: Node;
+    };
+    const payloadSchema = operation.requestBody.content['application/json']?.schema;
+    expect(sent.map((r) => r.url.pathname).sort()).toEqual(['/busy', '/gone', '/ok']);
+    for (const request of sent) {
+      const hook = Object.values(hooks).find((h) => new URL(h.url).pathname === request.url.pathname) as Webhook & {
+        secret: string;
+      };
+      expect(request.method).toBe('POST');
+      expect(request.headers.get('content-type')).toBe('application/json');
+      for (const parameter of operation.parameters) {
+        expect(parameter.in).toBe('header');
+        const header = request.headers.get(parameter.name);
+        if (parameter.required) expect(header, parameter.name).not.toBeNull();
+        if (header !== null)
+          expect(validate(parameter.schema, header).errors, `${parameter.name}: ${header}`).toEqual([]);
+      }
+      expect(request.headers.get('webhook-id')).toBe(value.event_id);
+      expect(Math.abs(Number(request.headers.get('webhook-timestamp')) - Date.now() / 1000)).toBeLessThan(60);
+      const payload = JSON.parse(request.body);
+      expect(validate(payloadSchema, payload).errors).toEqual([]);
+      expect(payload.type).toBe('nft.minted');
+      expect(request.body).toContain('{"token_id":123456789012345678901234567890}');
+      const headers = Object.fromEntries(request.headers);
+      expect(() => new StandardWebhook(hook.secret).verify(request.body, headers)).not.toThrow();
+      const others = Object.values(hooks).filter((h) => h !== hook);
+      for (const other of others)
+        expect(() => new StandardWebhook(other.secret).verify(request.body, headers)).toThrow();
+    }
+
+    // What the replies do, as documented: 2XX delivered, 410 disables, 503 with Retry-After waits that long.
+    expect(Object.keys(operation.responses)).toEqual(
+      expect.arrayContaining(['2XX', '410', '429', '502', '503', '504']),
+    );
+    expect(result.explicitAcks.sort()).toEqual([`msg-${hooks.gone.webhook_id}`, `msg-${hooks.ok.webhook_id}`].sort());
+    expect(result.retryMessages).toEqual([{ msgId: `msg-${hooks.busy.webhook_id}` }]);
+    expect(retries.map((spy) => spy.mock.calls)).toEqual([[], [], [[{ delaySeconds: 3600 }]]]);
+    const enabled: Record<string, boolean> = {};
+    for (const [name, hook] of Object.entries(hooks)) {
+      const res = await fetchWith({}, new Request(`${URL_}?webhook_id=${hook.webhook_id}`, { headers: bearer(token) }));
+      enabled[name] = (await expectValue<Webhook>(res)).value.is_enabled;
+    }
+    expect(enabled).toEqual({ ok: true, gone: false, busy: true, other: true });
   });
 });
