@@ -1,12 +1,34 @@
-import { env, SELF } from 'cloudflare:test';
+import { createExecutionContext, createMessageBatch, env, getQueueResult, SELF } from 'cloudflare:test';
 import { Validator } from '@cfworker/json-schema';
+import { Webhook as StandardWebhook } from 'standardwebhooks';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import doc from '../docs/openapi.json';
+import { consumeDeliveries } from '../src/deliveries/consumer';
+import { EVENT_PATH } from '../src/events/routes';
 import { Code, envelope } from '../src/http/envelope';
-import { bearer, faultyDb, fetchWith, insertWebhook, ORIGIN, PATH, tokenFor, URL_ } from './helpers';
+import { allowedMethods, operationCode } from '../src/http/operations';
+import { SECRET_PATH } from '../src/webhooks/routes';
+import {
+  bearer,
+  expectValue,
+  faultyDb,
+  fetchWith,
+  insertWebhook,
+  ORIGIN,
+  PATH,
+  tokenFor,
+  URL_,
+  type Webhook,
+} from './helpers';
 
-/** The body limit the docs promise (8 KiB). */
+/** The body limits the docs promise: 8 KiB for a webhook's, 64 KiB for an event's. */
 const MAX_BODY_BYTES = 8192;
+const MAX_EVENT_BYTES = 65536;
+
+const SECRET_URL = ORIGIN + SECRET_PATH;
+const EVENT_URL = ORIGIN + EVENT_PATH;
+/** The form the docs give a signing secret: `whsec_` + padded base64 of 32 bytes. */
+const SECRET = /^whsec_[A-Za-z0-9+/]{43}=$/;
 
 afterEach(() => {
   vi.restoreAllMocks();
@@ -31,31 +53,57 @@ function resolve(node: unknown): unknown {
 
 const validate = (schema: unknown, value: unknown) => new Validator(schema as object, '2020-12', false).validate(value);
 
-/** Asserts that `res` is a documented reply of `operation` (or of the path-level 404/405). */
+type Method = 'get' | 'post' | 'put' | 'delete';
+const paths = doc.paths as Record<string, Partial<Record<Method, { responses: Node }>>>;
+
+/** The methods the document gives a path, as an `Allow` header lists them. */
+const documentedMethods = (path: string) =>
+  Object.keys(paths[path] ?? {})
+    .map((m) => m.toUpperCase())
+    .sort()
+    .join(', ');
+
+/** Headers a reply may carry besides the ones every reply has: each must be documented where it appears. */
+const OCCASIONAL_HEADERS = [
+  'retry-after',
+  'www-authenticate',
+  'x-d1-bookmark',
+  'location',
+  'idempotent-replayed',
+  'x-error-detail',
+];
+
+/** Asserts that `res` is a documented reply of `operation` on `path` (or of the path-level 404/405). */
 async function expectDocumented(
   res: Response,
-  operation: 'get' | 'post' | 'put' | 'delete' | 'unknown-path' | 'other-method',
+  operation: Method | 'unknown-path' | 'other-method',
+  path: string = PATH,
 ) {
   const body = await res.json();
-  let response: Node;
   if (operation === 'unknown-path' || operation === 'other-method') {
     const schema = resolve({
       $ref: `#/components/schemas/${operation === 'unknown-path' ? 'NotFound' : 'MethodNotAllowed'}`,
     });
     expect(validate(schema, body).errors).toEqual([]);
+    if (operation === 'other-method') expect(res.headers.get('allow')).toBe(documentedMethods(path));
     return;
   }
-  const responses = (doc.paths[PATH] as Node)[operation] as { responses: Node };
-  response = resolve(responses.responses[String(res.status)]) as Node;
-  expect(response, `${operation.toUpperCase()} ${res.status} is documented`).toBeDefined();
+  const label = `${operation.toUpperCase()} ${path} ${res.status}`;
+  const documented = paths[path]?.[operation];
+  expect(documented, `${operation.toUpperCase()} ${path} is documented`).toBeDefined();
+  const response = resolve((documented as { responses: Node }).responses[String(res.status)]) as Node;
+  expect(response, `${label} is documented`).toBeDefined();
   const schema = (response.content as Node)['application/json'] as { schema: unknown };
-  expect(validate(schema.schema, body).errors).toEqual([]);
-  for (const [name, header] of Object.entries(
-    response.headers as Record<string, { required?: boolean; schema: unknown }>,
-  )) {
+  expect(validate(schema.schema, body).errors, label).toEqual([]);
+  const headers = response.headers as Record<string, { required?: boolean; schema: unknown }>;
+  for (const [name, header] of Object.entries(headers)) {
     const value = res.headers.get(name);
-    if (header.required) expect(value, `${name} on ${res.status}`).not.toBeNull();
+    if (header.required) expect(value, `${name} on ${label}`).not.toBeNull();
     if (value !== null) expect(validate(header.schema, value).errors, `${name}: ${value}`).toEqual([]);
+  }
+  const names = Object.keys(headers).map((name) => name.toLowerCase());
+  for (const name of OCCASIONAL_HEADERS) {
+    if (res.headers.has(name)) expect(names, `${name} on ${label} is documented`).toContain(name);
   }
 }
 
@@ -203,22 +251,187 @@ describe('docs/openapi.json', () => {
     await expectDocumented(await SELF.fetch(URL_, { method: 'PATCH' }), 'other-method');
   });
 
-  /** Sends each body to the Worker: the schema must accept exactly those it does not refuse (400). */
-  async function expectSchemaAgrees(schemaName: string, method: 'PUT' | 'POST', app: string, bodies: string[]) {
-    const token = await tokenFor(app);
-    const schema = resolve({ $ref: `#/components/schemas/${schemaName}` });
+  it('documents every reply of reading a secret and publishing an event: status, body schema and headers', async () => {
+    vi.spyOn(console, 'error').mockImplementation(() => {});
+    const token = await tokenFor('app-s');
+    const publisher = await tokenFor('platform-svc', { scope: 'events:publish' });
+    const limited = { ...env, APP_RATE_LIMITER: { limit: async () => ({ success: false }) } };
+    // Failures after D1 ran the statements: the reply carries the session's bookmark.
+    const failingAfter = (message: string) => faultyDb(Array.from({ length: 10 }, () => ({ after: message }))).db;
+    const overloaded = () => failingAfter('D1_ERROR: D1 DB is overloaded. Too many requests queued.');
+    const broken = () => failingAfter('D1_ERROR: no such table');
+
+    // A webhook registered through the API (with its secret), one stored without a secret, another application's.
+    const created = await fetchWith(
+      {},
+      new Request(URL_, {
+        method: 'POST',
+        headers: { ...bearer(token), 'content-type': 'application/json' },
+        body: JSON.stringify({ url: 'https://hooks.example.com/secret-doc', event_types: ['nft.minted'] }),
+      }),
+    );
+    const { value: hook } = await expectValue<Webhook & { secret: string }>(created, 201);
+    const legacy = await insertWebhook('app-s');
+    const foreign = await insertWebhook('app-t');
+
+    const secretRequest = (query: string, headers: Record<string, string>) =>
+      new Request(`${SECRET_URL}?${query}`, { headers });
+    const secret: [string, () => Promise<Response>][] = [
+      ['200', () => fetchWith({}, secretRequest(`webhook_id=${hook.webhook_id}`, bearer(token)))],
+      ['200 given now', () => fetchWith({}, secretRequest(`webhook_id=${legacy}`, bearer(token)))],
+      [
+        '200 bookmark not read',
+        () =>
+          fetchWith(
+            {},
+            secretRequest(`webhook_id=${hook.webhook_id}`, { ...bearer(token), 'x-d1-bookmark': 'first-primary' }),
+          ),
+      ],
+      ['400', () => fetchWith({}, secretRequest('webhook_id=abc', bearer(token)))],
+      ['400 missing', () => fetchWith({}, secretRequest('', bearer(token)))],
+      ['400 repeated', () => fetchWith({}, secretRequest(`webhook_id=${legacy}&webhook_id=${legacy}`, bearer(token)))],
+      ['401', () => fetchWith({}, secretRequest(`webhook_id=${legacy}`, {}))],
+      ['401 invalid_token', () => fetchWith({}, secretRequest(`webhook_id=${legacy}`, bearer('a.b.c')))],
+      ['404', () => fetchWith({}, secretRequest(`webhook_id=${foreign}`, bearer(token)))],
+      ['404 missing', () => fetchWith({}, secretRequest('webhook_id=9223372036854775807', bearer(token)))],
+      ['429', () => fetchWith(limited, secretRequest(`webhook_id=${legacy}`, bearer(token)))],
+      ['500', () => fetchWith({ DB: broken() }, secretRequest(`webhook_id=${legacy}`, bearer(token)))],
+      [
+        '500 configuration',
+        () => fetchWith({ WEBHOOK_SECRET_KEY: '' }, secretRequest(`webhook_id=${legacy}`, bearer(token))),
+      ],
+      ['503', () => fetchWith({ DB: overloaded() }, secretRequest(`webhook_id=${legacy}`, bearer(token)))],
+    ];
+    const secrets = new Map<string, string>();
+    for (const [expected, send] of secret) {
+      const res = await send();
+      expect(String(res.status), `GET secret ${expected}`).toBe(expected.slice(0, 3));
+      // Every reply that used D1 carries its bookmark.
+      if (['200', '404', '500', '503'].includes(expected.slice(0, 3)) && expected !== '500 configuration') {
+        expect(res.headers.get('x-d1-bookmark'), `GET secret ${expected}`).not.toBeNull();
+      }
+      if (res.status === 200) {
+        secrets.set(expected, ((await res.clone().json()) as { value: { secret: string } }).value.secret);
+      }
+      await expectDocumented(res, 'get', SECRET_PATH);
+    }
+    // The secret is the one the registration showed; the one given to the older webhook stays.
+    expect(secrets.get('200')).toBe(hook.secret);
+    expect(secrets.get('200 given now')).toMatch(SECRET);
+    const again = await fetchWith({}, secretRequest(`webhook_id=${legacy}`, bearer(token)));
+    expect((await expectValue<{ secret: string }>(again)).value.secret).toBe(secrets.get('200 given now'));
+
+    const eventRequest = (headers: Record<string, string>, body: string, type = 'application/json') =>
+      new Request(EVENT_URL, { method: 'POST', headers: { 'content-type': type, ...headers }, body });
+    const event = (fields: Record<string, unknown> = {}) =>
+      JSON.stringify({ app_id: 'app-s', type: 'nft.minted', data: { token_id: '7' }, ...fields });
+    /** An event body of exactly `bytes` bytes. */
+    const sized = (bytes: number) => {
+      const head = event({ data: { pad: '' } });
+      return head.replace('"pad":""', `"pad":"${'x'.repeat(bytes - head.length)}"`);
+    };
+    const [unscoped, otherScopes, scopeArray, amongScopes] = await Promise.all([
+      tokenFor('platform-svc'),
+      tokenFor('platform-svc', { scope: 'events:read events:publisher' }),
+      tokenFor('platform-svc', { scope: ['events:publish'] }),
+      tokenFor('platform-svc', { scope: 'events:read events:publish' }),
+    ]);
+    expect(new TextEncoder().encode(sized(MAX_EVENT_BYTES)).byteLength).toBe(MAX_EVENT_BYTES);
+    const publish: [string, () => Promise<Response>][] = [
+      ['202', () => fetchWith({}, eventRequest(bearer(publisher), event({ id: 'doc-1' })))],
+      ['202 same id', () => fetchWith({}, eventRequest(bearer(publisher), event({ id: 'doc-1', data: {} })))],
+      ['202 no webhooks', () => fetchWith({}, eventRequest(bearer(publisher), event({ app_id: 'app-none' })))],
+      ['202 among scopes', () => fetchWith({}, eventRequest(bearer(amongScopes as string), event()))],
+      ['202 64 KiB', () => fetchWith({}, eventRequest(bearer(publisher), sized(MAX_EVENT_BYTES)))],
+      ['400', () => fetchWith({}, eventRequest(bearer(publisher), event({ type: 'nft minted' })))],
+      ['400 JSON', () => fetchWith({}, eventRequest(bearer(publisher), '{"app_id":'))],
+      ['401', () => fetchWith({}, eventRequest({}, event()))],
+      ['401 invalid_token', () => fetchWith({}, eventRequest(bearer('a.b.c'), event()))],
+      ['403', () => fetchWith({}, eventRequest(bearer(unscoped as string), event()))],
+      ['403 other scopes', () => fetchWith({}, eventRequest(bearer(otherScopes as string), event()))],
+      ['403 scope not a string', () => fetchWith({}, eventRequest(bearer(scopeArray as string), event()))],
+      ['413', () => fetchWith({}, eventRequest(bearer(publisher), sized(MAX_EVENT_BYTES + 1)))],
+      ['415', () => fetchWith({}, eventRequest(bearer(publisher), event(), 'text/plain'))],
+      ['429', () => fetchWith(limited, eventRequest(bearer(publisher), event()))],
+      ['500', () => fetchWith({ DB: broken() }, eventRequest(bearer(publisher), event()))],
+      ['503', () => fetchWith({ DB: overloaded() }, eventRequest(bearer(publisher), event()))],
+    ];
+    const eventIds = new Map<string, string>();
+    for (const [expected, send] of publish) {
+      const res = await send();
+      expect(String(res.status), `POST event ${expected}`).toBe(expected.slice(0, 3));
+      if (res.status === 202) {
+        const { value } = await expectValue<{ event_id: string }>(res.clone(), 202);
+        eventIds.set(expected, value.event_id);
+      }
+      if (['202', '500', '503'].includes(expected.slice(0, 3))) {
+        expect(res.headers.get('x-d1-bookmark'), `POST event ${expected}`).not.toBeNull();
+      }
+      if (res.status === 403) {
+        expect(res.headers.get('www-authenticate')).toBe(
+          'Bearer realm="nft-webhook", error="insufficient_scope", scope="events:publish"',
+        );
+      }
+      await expectDocumented(res, 'post', EVENT_PATH);
+    }
+    // The same id for the same application is one event: one row, and its deliveries made once.
+    expect(eventIds.get('202 same id')).toBe(eventIds.get('202'));
+    const stored = await env.DB.prepare(
+      `SELECT (SELECT COUNT(*) FROM events WHERE app_id = 'app-s' AND source_key = 'id:doc-1') AS events,
+              (SELECT COUNT(*) FROM deliveries WHERE event_id = ?1) AS deliveries`,
+    )
+      .bind(eventIds.get('202'))
+      .first<{ events: number; deliveries: number }>();
+    // Two webhooks of app-s receive nft.minted: the registered one (its event_types) and the stored one (every type).
+    expect(stored).toEqual({ events: 1, deliveries: 2 });
+
+    for (const [path, method, query] of [
+      [SECRET_PATH, 'POST', '?webhook_id=1'],
+      [SECRET_PATH, 'HEAD', '?webhook_id=1'],
+      [SECRET_PATH, 'DELETE', '?webhook_id=1'],
+      [EVENT_PATH, 'GET', ''],
+      [EVENT_PATH, 'PUT', ''],
+      [EVENT_PATH, 'OPTIONS', ''],
+    ] as const) {
+      const res = await SELF.fetch(`${ORIGIN}${path}${query}`, { method, headers: bearer(publisher) });
+      expect(res.status, `${method} ${path}`).toBe(405);
+      if (method === 'HEAD') {
+        expect(res.headers.get('allow')).toBe(documentedMethods(path));
+        await res.arrayBuffer();
+      } else {
+        await expectDocumented(res, 'other-method', path);
+      }
+    }
+    await expectDocumented(await SELF.fetch(`${ORIGIN}${SECRET_PATH}/`), 'unknown-path');
+  });
+
+  /**
+   * Sends each body to the operation: the schema of its documented request body must accept exactly
+   * the bodies the Worker does not refuse (400).
+   */
+  async function expectSchemaAgrees(method: 'PUT' | 'POST', path: string, token: string, bodies: string[]) {
+    const operation = paths[path]?.[method.toLowerCase() as Method] as { requestBody: Node } | undefined;
+    expect(operation, `${method} ${path} is documented`).toBeDefined();
+    const { schema } = (resolve(operation?.requestBody) as { content: Record<string, { schema: unknown }> }).content[
+      'application/json'
+    ] as { schema: unknown };
     for (const body of bodies) {
       const res = await fetchWith(
         {},
-        new Request(URL_, { method, headers: { ...bearer(token), 'content-type': 'application/json' }, body }),
+        new Request(ORIGIN + path, {
+          method,
+          headers: { ...bearer(token), 'content-type': 'application/json' },
+          body,
+        }),
       );
       await res.text();
+      expect(res.status, body).toBeLessThan(500);
       expect(validate(schema, JSON.parse(body)).valid, body).toBe(res.status !== 400);
     }
   }
 
   it('its request body schema accepts and refuses what the Worker does', async () => {
-    await expectSchemaAgrees('WebhookUpdate', 'PUT', 'app-a', [
+    await expectSchemaAgrees('PUT', PATH, await tokenFor('app-a'), [
       '{"webhook_id": 7}',
       '{"webhook_id": "7", "is_enabled": true}',
       '{"webhook_id": 7, "is_enabled": false, "extra": [1]}',
@@ -238,7 +451,8 @@ describe('docs/openapi.json', () => {
   });
 
   it('its registration schema accepts and refuses the body shapes the Worker does', async () => {
-    await expectSchemaAgrees('WebhookRegistration', 'POST', 'app-schema', [
+    const types = (n: number) => JSON.stringify(Array.from({ length: n }, (_, i) => `type.${i}`));
+    await expectSchemaAgrees('POST', PATH, await tokenFor('app-schema'), [
       '{"url": "https://hooks.example.com/s1"}',
       '{"url": "https://hooks.example.com/s2", "is_enabled": false}',
       '{"url": "https://hooks.example.com/s3", "extra": [1]}',
@@ -249,6 +463,61 @@ describe('docs/openapi.json', () => {
       `{"url": "https://hooks.example.com/${'a'.repeat(2048)}"}`,
       '{"is_enabled": true}',
       '["https://hooks.example.com/"]',
+      '{"url": "https://hooks.example.com/t1", "event_types": null}',
+      '{"url": "https://hooks.example.com/t2", "event_types": ["nft.minted"]}',
+      `{"url": "https://hooks.example.com/t3", "event_types": ${types(50)}}`,
+      `{"url": "https://hooks.example.com/t4", "event_types": ["${'A_z.9'.repeat(12)}abcd"]}`,
+      `{"url": "https://hooks.example.com/t5", "event_types": ${types(51)}}`,
+      '{"url": "https://hooks.example.com/t6", "event_types": []}',
+      '{"url": "https://hooks.example.com/t7", "event_types": ["nft.minted", "nft.minted"]}',
+      '{"url": "https://hooks.example.com/t8", "event_types": ["nft minted"]}',
+      '{"url": "https://hooks.example.com/t9", "event_types": ["nft-minted"]}',
+      '{"url": "https://hooks.example.com/t10", "event_types": [""]}',
+      `{"url": "https://hooks.example.com/t11", "event_types": ["${'a'.repeat(65)}"]}`,
+      '{"url": "https://hooks.example.com/t12", "event_types": "nft.minted"}',
+      '{"url": "https://hooks.example.com/t13", "event_types": [1]}',
+      '{"url": "https://hooks.example.com/t14", "event_types": [null]}',
+      '{"url": "https://hooks.example.com/t15", "event_types": {}}',
+      '{"url": "https://hooks.example.com/t16", "event_types": ["nft.minted\\n"]}',
+    ]);
+  });
+
+  it("its event schema accepts and refuses the bodies the Worker's publishing does", async () => {
+    const publisher = await tokenFor('platform-svc', { scope: 'events:publish' });
+    const event = (fields: Record<string, unknown>, without?: string) => {
+      const body: Record<string, unknown> = { app_id: 'app-events', type: 'nft.minted', data: {}, ...fields };
+      if (without !== undefined) delete body[without];
+      return JSON.stringify(body);
+    };
+    await expectSchemaAgrees('POST', EVENT_PATH, publisher, [
+      event({}),
+      event({ id: 'evt-1_A', data: { nested: { list: [1, 2.5, null, 'x'] } }, extra: [1] }),
+      event({ app_id: 'a'.repeat(255), type: `${'A_z.9'.repeat(12)}abcd`, id: 'a'.repeat(64) }),
+      event({ app_id: 'ä👍' }),
+      event({}, 'app_id'),
+      event({ app_id: '' }),
+      event({ app_id: 'a'.repeat(256) }),
+      event({ app_id: 5 }),
+      event({ app_id: null }),
+      event({}, 'type'),
+      event({ type: '' }),
+      event({ type: 'a'.repeat(65) }),
+      event({ type: 'nft-minted' }),
+      event({ type: 'nft.minted\n' }),
+      event({ type: ['nft.minted'] }),
+      event({}, 'data'),
+      event({ data: [] }),
+      event({ data: null }),
+      event({ data: 'x' }),
+      event({ data: 5 }),
+      event({ id: '' }),
+      event({ id: 'a'.repeat(65) }),
+      event({ id: 'a.b' }),
+      event({ id: 5 }),
+      event({ id: null }),
+      '[]',
+      '"event"',
+      'null',
     ]);
   });
 
@@ -267,5 +536,208 @@ describe('docs/openapi.json', () => {
     );
     expect(documented).toEqual(expect.arrayContaining(sent));
     expect(sent).toEqual(expect.arrayContaining(documented));
+  });
+
+  it("documents every method of each path, and gives each operation's failures its code", () => {
+    for (const [path, methods] of Object.entries(paths)) {
+      expect(documentedMethods(path), path).toBe(allowedMethods(path));
+      for (const [method, operation] of Object.entries(methods) as [Method, { responses: Node }][]) {
+        for (const [status, response] of Object.entries(operation.responses)) {
+          const { schema } = ((resolve(response) as Node).content as Node)['application/json'] as {
+            schema: { properties?: { return?: { const?: number } }; oneOf?: unknown[] };
+          };
+          const expected =
+            Number(status) < 400 ? 0 : status === '401' ? Code.invalidToken : operationCode(method.toUpperCase(), path);
+          const codes = (schema.oneOf ?? [schema]).map((s) => (s as typeof schema).properties?.return?.const);
+          expect(codes, `${method.toUpperCase()} ${path} ${status}`).toEqual(codes.map(() => expected));
+        }
+      }
+    }
+  });
+
+  it('shows event_types on every webhook, and its signing secret only in the registration', async () => {
+    const token = await tokenFor('app-fields');
+    const register = (body: Record<string, unknown>, key?: string) =>
+      fetchWith(
+        {},
+        new Request(URL_, {
+          method: 'POST',
+          headers: {
+            ...bearer(token),
+            'content-type': 'application/json',
+            ...(key === undefined ? {} : { 'idempotency-key': key }),
+          },
+          body: JSON.stringify(body),
+        }),
+      );
+    const typed = { url: 'https://hooks.example.com/fields-1', event_types: ['nft.minted', 'nft.burned'] };
+    const webhookFields = Object.keys(doc.components.schemas.Webhook.properties);
+    expect(webhookFields).toEqual(['webhook_id', 'url', 'is_enabled', 'event_types', 'created_at', 'updated_at']);
+
+    const first = await register(typed, 'fields');
+    const { value: created } = await expectValue<Webhook & { secret: string }>(first.clone(), 201);
+    await expectDocumented(first, 'post');
+    // The fields in the documented order, the secret last.
+    expect(Object.keys(created)).toEqual([...webhookFields, 'secret']);
+    expect(created.event_types).toEqual(typed.event_types);
+    expect(created.secret).toMatch(SECRET);
+    expect(atob(created.secret.slice('whsec_'.length))).toHaveLength(32);
+
+    const replay = await register(typed, 'fields');
+    expect(replay.headers.get('idempotent-replayed')).toBe('true');
+    expect((await expectValue(replay.clone(), 201)).value).toEqual(created);
+    await expectDocumented(replay, 'post');
+
+    // Absent or null: every type. Each registration has a secret of its own.
+    const untyped = await register({ url: 'https://hooks.example.com/fields-2' });
+    const nulled = await register({ url: 'https://hooks.example.com/fields-3', event_types: null });
+    const every = [(await expectValue<Webhook & { secret: string }>(untyped.clone(), 201)).value];
+    every.push((await expectValue<Webhook & { secret: string }>(nulled.clone(), 201)).value);
+    await expectDocumented(untyped, 'post');
+    await expectDocumented(nulled, 'post');
+    expect(every.map((w) => w.event_types)).toEqual([null, null]);
+    expect(new Set([created.secret, ...every.map((w) => w.secret)]).size).toBe(3);
+
+    // GET shows the webhook with event_types and without its secret, alone or in a list.
+    const { secret, ...shown } = created;
+    const one = await fetchWith(
+      {},
+      new Request(`${URL_}?webhook_id=${created.webhook_id}`, { headers: bearer(token) }),
+    );
+    const read = await expectValue<Webhook>(one.clone());
+    expect(read.value).toEqual(shown);
+    expect(Object.keys(read.value)).toEqual(webhookFields);
+    expect(read.text).not.toContain(secret);
+    await expectDocumented(one, 'get');
+    const list = await fetchWith({}, new Request(URL_, { headers: bearer(token) }));
+    const page = await expectValue<{ webhooks: Webhook[] }>(list.clone());
+    expect(page.value.webhooks.map((w) => [w.url, w.event_types])).toEqual([
+      [typed.url, typed.event_types],
+      ['https://hooks.example.com/fields-2', null],
+      ['https://hooks.example.com/fields-3', null],
+    ]);
+    expect(page.value.webhooks.every((w) => Object.keys(w).join() === webhookFields.join())).toBe(true);
+    expect(page.text).not.toContain('whsec_');
+    await expectDocumented(list, 'get');
+  });
+
+  it('describes the deliveries the Worker sends (webhooks.nftEvent): request, signature and the replies it heeds', async () => {
+    const token = await tokenFor('app-deliver');
+    const publisher = await tokenFor('platform-svc', { scope: 'events:publish' });
+    const register = async (name: string, eventTypes: string[] | null) => {
+      const res = await fetchWith(
+        {},
+        new Request(URL_, {
+          method: 'POST',
+          headers: { ...bearer(token), 'content-type': 'application/json' },
+          body: JSON.stringify({ url: `https://hooks.example.com/${name}`, event_types: eventTypes }),
+        }),
+      );
+      return (await expectValue<Webhook & { secret: string }>(res, 201)).value;
+    };
+    // Each answers as its name says; `other` does not take the event's type.
+    const hooks = {
+      ok: await register('ok', null),
+      gone: await register('gone', ['nft.minted']),
+      busy: await register('busy', ['nft.burned', 'nft.minted']),
+      other: await register('other', ['nft.burned']),
+    };
+    const replies: Record<string, () => Response> = {
+      '/ok': () => new Response(null, { status: 204 }),
+      '/gone': () => new Response('gone', { status: 410 }),
+      '/busy': () => new Response('later', { status: 503, headers: { 'retry-after': '3600' } }),
+    };
+
+    // `data` as the publisher wrote it: an integer no double holds.
+    const body =
+      '{"app_id":"app-deliver","type":"nft.minted","id":"deliver-1","data":{"token_id":123456789012345678901234567890}}';
+    const publish = await fetchWith(
+      {},
+      new Request(EVENT_URL, {
+        method: 'POST',
+        headers: { ...bearer(publisher), 'content-type': 'application/json' },
+        body,
+      }),
+    );
+    const { value } = await expectValue<{ event_id: string }>(publish, 202);
+    const { results: deliveries } = await env.DB.prepare(
+      `SELECT CAST(delivery_id AS TEXT) AS id, CAST(webhook_id AS TEXT) AS webhook FROM deliveries
+       WHERE event_id = ?1 ORDER BY delivery_id`,
+    )
+      .bind(value.event_id)
+      .all<{ id: string; webhook: string }>();
+    expect(deliveries.map((d) => d.webhook)).toEqual(
+      [hooks.ok, hooks.gone, hooks.busy].map((h) => String(h.webhook_id)),
+    );
+
+    const sent: { url: URL; headers: Headers; method: string; body: string }[] = [];
+    const fetcher = (async (input: RequestInfo | URL, init?: RequestInit) => {
+      const request = new Request(input, init);
+      const url = new URL(request.url);
+      sent.push({ url, headers: request.headers, method: request.method, body: await request.text() });
+      return (replies[url.pathname] as () => Response)();
+    }) as typeof fetch;
+    const batch = createMessageBatch(
+      'nft-webhook-deliveries',
+      deliveries.map((d) => ({
+        id: `msg-${d.webhook}`,
+        timestamp: new Date(),
+        attempts: 1,
+        body: { delivery_id: d.id },
+      })),
+    );
+    // The pool's batch records which messages were retried, not their delays: spies see those.
+    const retries = batch.messages.map((message) => vi.spyOn(message, 'retry'));
+    const ctx = createExecutionContext();
+    await consumeDeliveries(batch, env, fetcher);
+    const result = await getQueueResult(batch, ctx);
+
+    // Every request is the documented one: its headers, its body, its signature by the webhook's secret.
+    const operation = resolve(doc.webhooks.nftEvent.post) as {
+      parameters: { name: string; in: string; required?: boolean; schema: unknown }[];
+      requestBody: { content: Record<string, { schema: unknown }> };
+      responses: Node;
+    };
+    const payloadSchema = operation.requestBody.content['application/json']?.schema;
+    expect(sent.map((r) => r.url.pathname).sort()).toEqual(['/busy', '/gone', '/ok']);
+    for (const request of sent) {
+      const hook = Object.values(hooks).find((h) => new URL(h.url).pathname === request.url.pathname) as Webhook & {
+        secret: string;
+      };
+      expect(request.method).toBe('POST');
+      expect(request.headers.get('content-type')).toBe('application/json');
+      for (const parameter of operation.parameters) {
+        expect(parameter.in).toBe('header');
+        const header = request.headers.get(parameter.name);
+        if (parameter.required) expect(header, parameter.name).not.toBeNull();
+        if (header !== null)
+          expect(validate(parameter.schema, header).errors, `${parameter.name}: ${header}`).toEqual([]);
+      }
+      expect(request.headers.get('webhook-id')).toBe(value.event_id);
+      expect(Math.abs(Number(request.headers.get('webhook-timestamp')) - Date.now() / 1000)).toBeLessThan(60);
+      const payload = JSON.parse(request.body);
+      expect(validate(payloadSchema, payload).errors).toEqual([]);
+      expect(payload.type).toBe('nft.minted');
+      expect(request.body).toContain('{"token_id":123456789012345678901234567890}');
+      const headers = Object.fromEntries(request.headers);
+      expect(() => new StandardWebhook(hook.secret).verify(request.body, headers)).not.toThrow();
+      const others = Object.values(hooks).filter((h) => h !== hook);
+      for (const other of others)
+        expect(() => new StandardWebhook(other.secret).verify(request.body, headers)).toThrow();
+    }
+
+    // What the replies do, as documented: 2XX delivered, 410 disables, 503 with Retry-After waits that long.
+    expect(Object.keys(operation.responses)).toEqual(
+      expect.arrayContaining(['2XX', '410', '429', '502', '503', '504']),
+    );
+    expect(result.explicitAcks.sort()).toEqual([`msg-${hooks.gone.webhook_id}`, `msg-${hooks.ok.webhook_id}`].sort());
+    expect(result.retryMessages).toEqual([{ msgId: `msg-${hooks.busy.webhook_id}` }]);
+    expect(retries.map((spy) => spy.mock.calls)).toEqual([[], [], [[{ delaySeconds: 3600 }]]]);
+    const enabled: Record<string, boolean> = {};
+    for (const [name, hook] of Object.entries(hooks)) {
+      const res = await fetchWith({}, new Request(`${URL_}?webhook_id=${hook.webhook_id}`, { headers: bearer(token) }));
+      enabled[name] = (await expectValue<Webhook>(res)).value.is_enabled;
+    }
+    expect(enabled).toEqual({ ok: true, gone: false, busy: true, other: true });
   });
 });
