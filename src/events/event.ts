@@ -26,7 +26,7 @@ export function parseEvent(value: unknown): NewEvent {
   if (typeof value !== 'object' || value === null || Array.isArray(value))
     throw badInput('event must be a JSON object');
   const { app_id: appId, type, data, id } = value as Record<string, unknown>;
-  if (typeof appId !== 'string' || appId.length === 0 || appId.length > MAX_APP_ID_LENGTH) {
+  if (typeof appId !== 'string' || appId.length === 0 || [...appId].length > MAX_APP_ID_LENGTH) {
     throw badInput(`app_id must be a string of 1 to ${MAX_APP_ID_LENGTH} characters`);
   }
   if (!isEventType(type)) throw badInput('type must be 1 to 64 letters, digits, _ or .');
