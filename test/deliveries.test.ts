@@ -8,15 +8,14 @@ import {
   countingDb,
   DELIVERIES_QUEUE,
   del,
-  eventRequest,
+  deliver,
   expectValue,
-  fakeQueue,
   fetchAndWait,
   insertWebhook,
-  platformToken,
-  post,
+  publishEvent,
   put,
   receiver,
+  registerWebhook,
   tokenFor,
 } from './helpers';
 
@@ -28,33 +27,8 @@ let seq = 0;
 const freshApp = () => `deliveries-app-${++seq}`;
 const DEFAULT_SCHEDULE = [5, 300, 1800, 7200, 18000, 36000, 36000];
 
-/** A webhook registered through the API: its id and signing secret. */
-async function register(app: string, body: Record<string, unknown> = {}) {
-  const { value } = await expectValue<{ webhook_id: number; secret: string }>(
-    await post({ url: `https://${app}.example.com/hook`, ...body }, bearer(await tokenFor(app))),
-    201,
-  );
-  return { id: String(value.webhook_id), secret: value.secret };
-}
-
-/** Publishes an event for `app`; returns its id and the ids of the deliveries it queued. */
-async function publish(app: string, type = 'NEW_NFT', data: Record<string, unknown> = { token: '1' }) {
-  const queue = fakeQueue();
-  const res = await fetchAndWait(
-    { DELIVERIES: queue.binding },
-    eventRequest({ app_id: app, type, data }, bearer(await platformToken())),
-  );
-  const { value } = await expectValue<{ event_id: string }>(res, 202);
-  return { eventId: value.event_id, deliveryIds: queue.sent.map((m) => (m as { delivery_id: string }).delivery_id) };
-}
-
-/** Runs the deliveries consumer on these deliveries' messages. */
-const deliver = (ids: string[], overrides: Record<string, unknown> = {}) =>
-  consume(
-    DELIVERIES_QUEUE,
-    ids.map((delivery_id) => ({ delivery_id })),
-    overrides,
-  );
+const register = registerWebhook;
+const publish = publishEvent;
 
 async function delivery(id: string) {
   return env.DB.prepare(

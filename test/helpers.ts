@@ -396,3 +396,31 @@ export function receiver(reply: (req: Received, n: number) => Response | Promise
   });
   return { requests, spy };
 }
+
+/** A webhook registered through the API (at `https://<app>.example.com/hook` unless `body` says): its id and secret. */
+export async function registerWebhook(app: string, body: Record<string, unknown> = {}) {
+  const { value } = await expectValue<{ webhook_id: number; secret: string }>(
+    await post({ url: `https://${app}.example.com/hook`, ...body }, bearer(await tokenFor(app))),
+    201,
+  );
+  return { id: String(value.webhook_id), secret: value.secret };
+}
+
+/** Publishes an event for `app` with a platform token; returns its id and the deliveries it queued. */
+export async function publishEvent(app: string, type = 'NEW_NFT', data: Record<string, unknown> = { token: '1' }) {
+  const queue = fakeQueue();
+  const res = await fetchAndWait(
+    { DELIVERIES: queue.binding },
+    eventRequest({ app_id: app, type, data }, bearer(await platformToken())),
+  );
+  const { value } = await expectValue<{ event_id: string }>(res, 202);
+  return { eventId: value.event_id, deliveryIds: queue.sent.map((m) => (m as { delivery_id: string }).delivery_id) };
+}
+
+/** Runs the deliveries consumer on these deliveries' messages. */
+export const deliver = (ids: string[], overrides: Record<string, unknown> = {}) =>
+  consume(
+    DELIVERIES_QUEUE,
+    ids.map((delivery_id) => ({ delivery_id })),
+    overrides,
+  );

@@ -4,20 +4,18 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import {
   auditRows,
   bearer,
-  consume,
   countingDb,
-  DELIVERIES_QUEUE,
-  eventRequest,
+  deliver,
   expectEnvelope,
   expectValue,
   fakeQueue,
   fetchAndWait,
   insertWebhook,
   ORIGIN,
-  platformToken,
-  post,
+  publishEvent,
   put,
   receiver,
+  registerWebhook,
   tokenFor,
 } from './helpers';
 
@@ -32,30 +30,8 @@ const expectQueryFail = (res: Response, status: number) => expectEnvelope(res, s
 const expectEventFail = (res: Response, status: number) => expectEnvelope(res, status, 64064, 'event fail');
 const expectSecretFail = (res: Response, status: number) => expectEnvelope(res, status, 64065, 'secret fail');
 
-async function register(app: string, body: Record<string, unknown> = {}) {
-  const { value } = await expectValue<{ webhook_id: number; secret: string }>(
-    await post({ url: `https://${app}.example.com/hook`, ...body }, bearer(await tokenFor(app))),
-    201,
-  );
-  return { id: String(value.webhook_id), secret: value.secret };
-}
-
-async function publish(app: string, type = 'NEW_NFT') {
-  const queue = fakeQueue();
-  const res = await fetchAndWait(
-    { DELIVERIES: queue.binding },
-    eventRequest({ app_id: app, type, data: {} }, bearer(await platformToken())),
-  );
-  await expectValue(res, 202);
-  return queue.sent.map((m) => (m as { delivery_id: string }).delivery_id);
-}
-
-const deliver = (ids: string[], overrides: Record<string, unknown> = {}) =>
-  consume(
-    DELIVERIES_QUEUE,
-    ids.map((delivery_id) => ({ delivery_id })),
-    overrides,
-  );
+const register = registerWebhook;
+const publish = async (app: string, type = 'NEW_NFT') => (await publishEvent(app, type, {})).deliveryIds;
 
 const readLog = (query: string, headers: Record<string, string>, overrides: Record<string, unknown> = {}) =>
   fetchAndWait(overrides, new Request(`${LOG_URL}?${query}`, { headers }));

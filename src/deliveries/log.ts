@@ -3,11 +3,10 @@ import { badInput, notFound, success } from '../http/envelope';
 import type { AppEnv } from '../types';
 import { withD1 } from '../webhooks/d1';
 import {
-  DEFAULT_PAGE_SIZE,
+  cursorParam,
   DELIVERY_CURSOR,
   encodeCursor,
-  parseCursor,
-  parseLimit,
+  limitParam,
   parseWebhookId,
   queryOf,
   single,
@@ -21,20 +20,8 @@ export const DELIVERY_STATUSES = ['pending', 'succeeded', 'failed', 'cancelled']
 
 /** The log's query parameters, each at most once; others are ignored. */
 export function deliveryPageQuery(query: URLSearchParams): DeliveryPageQuery {
-  const limit = single(query, 'limit');
-  const cursor = single(query, 'cursor');
+  const page: DeliveryPageQuery = { limit: limitParam(query), before: cursorParam(query, DELIVERY_CURSOR) };
   const status = single(query, 'status');
-  const page: DeliveryPageQuery = { limit: DEFAULT_PAGE_SIZE };
-  if (limit !== undefined) {
-    const n = parseLimit(limit);
-    if (n === null) throw badInput('limit must be a whole number from 1 to 100');
-    page.limit = n;
-  }
-  if (cursor !== undefined) {
-    const before = parseCursor(cursor, DELIVERY_CURSOR);
-    if (before === null) throw badInput('cursor is not a next_cursor this API issued');
-    page.before = before;
-  }
   if (status !== undefined) {
     if (!DELIVERY_STATUSES.includes(status)) throw badInput(`status must be one of ${DELIVERY_STATUSES.join(', ')}`);
     page.status = status;

@@ -70,6 +70,24 @@ export function webhookIdField(raw: unknown): string {
 export const DEFAULT_PAGE_SIZE = 20;
 export const MAX_PAGE_SIZE = 100;
 
+/** The `limit` query parameter, at most once: 1 to MAX_PAGE_SIZE, default DEFAULT_PAGE_SIZE. */
+export function limitParam(query: URLSearchParams): number {
+  const text = single(query, 'limit');
+  if (text === undefined) return DEFAULT_PAGE_SIZE;
+  const n = parseLimit(text);
+  if (n === null) throw badInput(`limit must be a whole number from 1 to ${MAX_PAGE_SIZE}`);
+  return n;
+}
+
+/** The `cursor` query parameter, at most once: the id it continues from, or undefined. */
+export function cursorParam(query: URLSearchParams, prefix?: string): string | undefined {
+  const text = single(query, 'cursor');
+  if (text === undefined) return undefined;
+  const id = parseCursor(text, prefix);
+  if (id === null) throw badInput('cursor is not a next_cursor this API issued');
+  return id;
+}
+
 /** A page size: decimal digits, 1 to MAX_PAGE_SIZE; null otherwise. */
 export function parseLimit(text: string): number | null {
   if (text.length === 0 || text.length > 8 || !digitsOnly(text)) return null;

@@ -3,12 +3,11 @@ import { badInput, notFound, success } from '../http/envelope';
 import type { AppEnv } from '../types';
 import { type SessionStart, withD1 } from './d1';
 import {
-  DEFAULT_PAGE_SIZE,
+  cursorParam,
   encodeCursor,
+  limitParam,
   parseBookmark,
-  parseCursor,
   parseEnabledFilter,
-  parseLimit,
   queryOf,
   single,
   webhookIdParam,
@@ -18,20 +17,8 @@ import { getWebhook, listWebhooks, type PageQuery } from './store';
 
 /** The list's query parameters, each at most once; others are ignored. */
 export function pageQuery(query: URLSearchParams): PageQuery {
-  const limit = single(query, 'limit');
-  const cursor = single(query, 'cursor');
+  const page: PageQuery = { limit: limitParam(query), after: cursorParam(query) };
   const enabled = single(query, 'is_enabled');
-  const page: PageQuery = { limit: DEFAULT_PAGE_SIZE };
-  if (limit !== undefined) {
-    const n = parseLimit(limit);
-    if (n === null) throw badInput('limit must be a whole number from 1 to 100');
-    page.limit = n;
-  }
-  if (cursor !== undefined) {
-    const after = parseCursor(cursor);
-    if (after === null) throw badInput('cursor is not a next_cursor this API issued');
-    page.after = after;
-  }
   if (enabled !== undefined) {
     const filter = parseEnabledFilter(enabled);
     if (filter === null) throw badInput('is_enabled must be true or false');
