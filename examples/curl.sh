@@ -23,6 +23,30 @@ echo '# List the enabled ones, two to a page (pass next_cursor back as cursor=..
 curl -sS -i "$URL?limit=2&is_enabled=true" -H "Authorization: Bearer $TOKEN"
 echo
 
+echo "# Its signing secret, then a new one (for 24 hours the previous one signs too)"
+curl -sS -i "$URL/secret?webhook_id=$ID" -H "Authorization: Bearer $TOKEN"
+echo
+curl -sS -i -X POST "$URL/secret" -H "Authorization: Bearer $TOKEN" -H 'Content-Type: application/json' \
+  -d "{\"webhook_id\": $ID}"
+echo
+
+echo "# A test event to it, and an event as a platform service publishes one (scope events:publish)"
+curl -sS -i -X POST "$URL/test" -H "Authorization: Bearer $TOKEN" -H 'Content-Type: application/json' \
+  -d "{\"webhook_id\": $ID}"
+echo
+PLATFORM=${PLATFORM_TOKEN:-$(npm run -s token -- platform-service --scope events:publish)}
+curl -sS -i -X POST "$BASE_URL/v1.0/platform/nft/event" \
+  -H "Authorization: Bearer $PLATFORM" -H 'Content-Type: application/json' \
+  -d '{"app_id": "demo-app-1", "type": "NEW_NFT", "data": {"token_id": "42"}}'
+echo
+
+echo "# Its delivery log, newest first, and failed deliveries of the last hour attempted again"
+curl -sS -i "$URL/delivery?webhook_id=$ID&limit=5" -H "Authorization: Bearer $TOKEN"
+echo
+curl -sS -i -X POST "$URL/recover" -H "Authorization: Bearer $TOKEN" -H 'Content-Type: application/json' \
+  -d "{\"webhook_id\": $ID, \"since\": \"$(date -u -d '1 hour ago' +%Y-%m-%dT%H:%M:%SZ)\"}"
+echo
+
 echo "# Disable it (the id may also be a decimal string: exact for any int64)"
 curl -sS -i -X PUT "$URL" -H "Authorization: Bearer $TOKEN" -H 'Content-Type: application/json' \
   -d "{\"webhook_id\": \"$ID\", \"is_enabled\": false}"
