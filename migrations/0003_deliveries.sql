@@ -60,8 +60,10 @@ CREATE TABLE events (
 CREATE UNIQUE INDEX events_by_source ON events (app_id, source_key) WHERE source_key IS NOT NULL;
 CREATE INDEX events_by_age ON events (created_at);
 
--- One event to one webhook. Written in the same batch as its event; the queue only carries its id.
--- schedule_start: the attempts made before the retry schedule last (re)started.
+-- One event to one webhook. Written in the same batch as its event; the queue only carries its id
+-- and its queue generation: queue_gen goes up whenever the delivery is queued anew (the Cron
+-- Trigger's requeue, a recovery), and a message of an older generation is dropped, so copies
+-- never multiply. schedule_start: the attempts made before the retry schedule last (re)started.
 CREATE TABLE deliveries (
   delivery_id     INTEGER PRIMARY KEY AUTOINCREMENT,
   event_id        TEXT    NOT NULL,
@@ -71,6 +73,7 @@ CREATE TABLE deliveries (
                     CHECK (status IN ('pending', 'succeeded', 'failed', 'cancelled')),
   attempts        INTEGER NOT NULL DEFAULT 0,
   schedule_start  INTEGER NOT NULL DEFAULT 0,
+  queue_gen       INTEGER NOT NULL DEFAULT 0,
   next_attempt_at TEXT,
   last_attempt_at TEXT,
   last_status     INTEGER,

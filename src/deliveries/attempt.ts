@@ -38,13 +38,24 @@ export function retryAfterSeconds(value: string | null, now = Date.now()): numbe
   return Number.isNaN(date) ? null : Math.max(0, Math.ceil((date - now) / 1000));
 }
 
-/** The kept part of a body as text: at most KEPT_BODY_BYTES of UTF-8, a character cut in two dropped. */
+/**
+ * The kept part of a body as text: its first KEPT_BODY_BYTES bytes as UTF-8 (a character cut in
+ * two at the end dropped, invalid bytes replaced), then cut to at most KEPT_BODY_BYTES bytes
+ * (a replacement character takes three) without splitting a character.
+ */
 export function keptText(bytes: Uint8Array): string {
-  let text = new TextDecoder('utf-8', { fatal: false, ignoreBOM: false }).decode(bytes.subarray(0, KEPT_BODY_BYTES));
-  const encoder = new TextEncoder();
-  // A replacement character (3 bytes) standing for fewer invalid bytes can make the text longer.
-  while (encoder.encode(text).byteLength > KEPT_BODY_BYTES) text = text.slice(0, -1);
-  return text;
+  const text = new TextDecoder('utf-8', { fatal: false, ignoreBOM: false }).decode(bytes.subarray(0, KEPT_BODY_BYTES), {
+    stream: true,
+  });
+  let size = 0;
+  let end = 0;
+  for (const ch of text) {
+    const cp = ch.codePointAt(0) as number;
+    size += cp < 0x80 ? 1 : cp < 0x800 ? 2 : cp < 0x10000 ? 3 : 4;
+    if (size > KEPT_BODY_BYTES) break;
+    end += ch.length;
+  }
+  return text.slice(0, end);
 }
 
 /** Reads at most KEPT_BODY_BYTES of a body, then cancels the rest. */

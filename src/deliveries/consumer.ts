@@ -7,6 +7,7 @@ import { provideSecrets } from '../webhooks/store';
 import { webhookUrl } from '../webhooks/url';
 import { type AttemptResult, attempt } from './attempt';
 import { allowedOrigins, type DeliveryConfig, deliveryConfig, MAX_DELAY_SECONDS } from './config';
+import type { DeliveryMessage } from './queue';
 import { decryptSecret, sealedNewSecret, secretKey, signature, signingKey } from './signing';
 import {
   type AttemptRecord,
@@ -17,11 +18,6 @@ import {
   loadDeliveries,
   recordBatch,
 } from './store';
-
-/** The body of a deliveries queue message. */
-export interface DeliveryMessage {
-  delivery_id: string;
-}
 
 /** Attempts open at once: the runtime allows six open connections per invocation. */
 export const MAX_CONCURRENT_ATTEMPTS = 6;
@@ -36,10 +32,11 @@ const MIN_FAILING_HOURS = 12;
 const iso = (ms: number) => new Date(ms).toISOString();
 const encoder = new TextEncoder();
 
-/** The delivery id of a message body, or null when it is not one of ours. */
-function deliveryIdOf(body: unknown): string | null {
-  const id = (body as Partial<DeliveryMessage> | null)?.delivery_id;
-  return typeof id === 'string' && /^[1-9]\d{0,18}$/.test(id) ? id : null;
+/** The delivery and queue generation of a message body, or null when it is not one of ours. */
+function deliveryOf(body: unknown): { id: string; gen: number } | null {
+  const { delivery_id: id, gen = 0 } = (body ?? {}) as Partial<DeliveryMessage>;
+  if (typeof id !== 'string' || !/^[1-9]\d{0,18}$/.test(id)) return null;
+  return Number.isSafeInteger(gen) && gen >= 0 ? { id, gen } : null;
 }
 
 // HMAC keys of stored secrets, per isolate: decrypting and importing once per webhook secret.
@@ -94,7 +91,11 @@ async function provideLegacySecrets(env: CloudflareBindings, rows: DeliveryToAtt
   const secrets = await retryD1(() => provideSecrets(env.DB, items), retryLog);
   for (const row of rows) {
     const stored = secrets.get(row.webhook_id);
-    if (row.secret === null && stored !== undefined) Object.assign(row, stored);
+    if (row.secret === null && stored !== undefined) {
+      row.secret = stored.secret;
+      row.previous_secret = stored.previous_secret;
+      row.previous_secret_until = stored.previous_secret_until;
+    }
   }
 }
 
@@ -154,15 +155,15 @@ export async function consumeDeliveries(
     return;
   }
 
-  const messages = new Map<string, Message<unknown>[]>();
+  const messages = new Map<string, { message: Message<unknown>; gen: number }[]>();
   for (const message of batch.messages) {
-    const id = deliveryIdOf(message.body);
-    if (id === null) {
+    const delivery = deliveryOf(message.body);
+    if (delivery === null) {
       log('warn', { msg: 'dropped a malformed delivery message', message_id: message.id });
       message.ack();
       continue;
     }
-    messages.set(id, [...(messages.get(id) ?? []), message]);
+    messages.set(delivery.id, [...(messages.get(delivery.id) ?? []), { message, gen: delivery.gen }]);
   }
   if (messages.size === 0) return;
 
@@ -183,14 +184,23 @@ export async function consumeDeliveries(
   const changes: DeliveryChange[] = [];
   const attempts: AttemptRecord[] = [];
   const health = new Map<string, HealthChange>();
-  const disable: DisableCandidate[] = [];
+  const disable = new Map<string, DisableCandidate>();
   const now = Date.now();
+  // The message that stands for each delivery: the first of its current queue generation. Copies
+  // of an older generation (a message the Cron Trigger replaced) and duplicates are acknowledged.
+  const current = new Map<string, Message<unknown>>();
 
   // Deliveries that ended, lost their webhook, or are not due yet need no attempt.
   const due: DeliveryToAttempt[] = [];
   for (const row of rows) {
+    const message = messages.get(row.delivery_id)?.find((m) => m.gen === row.queue_gen)?.message;
+    if (message === undefined) continue;
+    current.set(row.delivery_id, message);
     if (row.status !== 'pending') {
       verdicts.set(row.delivery_id, { ack: true });
+    } else if (row.next_attempt_at !== null && Date.parse(row.next_attempt_at) - now > EARLY_MS) {
+      const wait = Math.ceil((Date.parse(row.next_attempt_at) - now) / 1000);
+      verdicts.set(row.delivery_id, { ack: false, delaySeconds: Math.min(wait, MAX_DELAY_SECONDS) });
     } else if (row.url === null || row.is_enabled !== 1) {
       changes.push({
         delivery_id: row.delivery_id,
@@ -201,11 +211,6 @@ export async function consumeDeliveries(
         attempt: null,
       });
       verdicts.set(row.delivery_id, { ack: true });
-    } else if (row.next_attempt_at !== null && Date.parse(row.next_attempt_at) - now > EARLY_MS) {
-      verdicts.set(row.delivery_id, {
-        ack: false,
-        delaySeconds: Math.ceil((Date.parse(row.next_attempt_at) - now) / 1000),
-      });
     } else {
       due.push(row);
     }
@@ -226,19 +231,22 @@ export async function consumeDeliveries(
     }
   }
 
+  /** No attempt now: the delivery waits WAIT_SECONDS (configuration, secrets, the unexpected). */
+  const waitFor = (row: DeliveryToAttempt) => {
+    changes.push({
+      delivery_id: row.delivery_id,
+      expected: row.attempts,
+      status: 'pending',
+      attempts: row.attempts,
+      next_attempt_at: iso(Date.now() + WAIT_SECONDS * 1000),
+      attempt: null,
+    });
+    verdicts.set(row.delivery_id, { ack: false, delaySeconds: WAIT_SECONDS });
+  };
+
   const tasks = due.map((row) => async () => {
-    const messageId = (messages.get(row.delivery_id) as Message<unknown>[])[0]?.id ?? '';
-    const wait = () => {
-      changes.push({
-        delivery_id: row.delivery_id,
-        expected: row.attempts,
-        status: 'pending',
-        attempts: row.attempts,
-        next_attempt_at: iso(Date.now() + WAIT_SECONDS * 1000),
-        attempt: null,
-      });
-      verdicts.set(row.delivery_id, { ack: false, delaySeconds: WAIT_SECONDS });
-    };
+    const messageId = current.get(row.delivery_id)?.id ?? '';
+    const wait = () => waitFor(row);
     let keys: CryptoKey[];
     try {
       if (aes === null || row.secret === null) return wait();
@@ -295,12 +303,14 @@ export async function consumeDeliveries(
     if (ok) health.set(row.webhook_id, { webhook_id: row.webhook_id, ok: true, at: iso(at) });
     else if (seen === undefined) health.set(row.webhook_id, { webhook_id: row.webhook_id, ok: false, at: iso(at) });
     if (!ok) {
+      // One candidate per webhook (one audit record): 410 if any attempt of the batch got one.
       const hours = Math.max(config.autoDisableHours, MIN_FAILING_HOURS);
-      disable.push({
+      const before = disable.get(row.webhook_id);
+      disable.set(row.webhook_id, {
         webhook_id: row.webhook_id,
-        gone,
+        gone: gone || before?.gone === true,
         cutoff: iso(at - hours * 3_600_000),
-        request_id: `queue:${messageId}`,
+        request_id: before?.request_id ?? `queue:${messageId}`,
       });
     }
     log('info', {
@@ -315,12 +325,24 @@ export async function consumeDeliveries(
       outcome: change.status,
     });
   });
-  await pooled(tasks, MAX_CONCURRENT_ATTEMPTS);
+  await pooled(
+    tasks.map((task, i) => async () => {
+      try {
+        await task();
+      } catch (err) {
+        // One delivery's unexpected failure never costs the batch its record.
+        const row = due[i] as DeliveryToAttempt;
+        log('error', { msg: 'a delivery failed unexpectedly; it waits', delivery_id: row.delivery_id }, err);
+        if (!verdicts.has(row.delivery_id)) waitFor(row);
+      }
+    }),
+    MAX_CONCURRENT_ATTEMPTS,
+  );
 
   try {
-    await retryD1(() => recordBatch(env.DB, attempts, changes, [...health.values()], disable), retryLog);
+    await retryD1(() => recordBatch(env.DB, attempts, changes, [...health.values()], [...disable.values()]), retryLog);
   } catch (err) {
-    // Nothing of this batch was recorded: its deliveries are attempted again.
+    // Its deliveries are attempted again (a state change already recorded is not recorded twice).
     log(
       'error',
       { msg: 'could not record deliveries; the batch is retried' },
@@ -331,12 +353,12 @@ export async function consumeDeliveries(
   }
 
   for (const [id, list] of messages) {
-    // A delivery that no longer exists (purged) needs nothing more.
+    // A delivery that no longer exists (purged) needs nothing more; copies and stale generations
+    // are acknowledged: only the current message carries the delivery on.
     const verdict = verdicts.get(id) ?? { ack: true };
-    list.forEach((message, i) => {
-      // The same delivery twice in one batch is attempted once.
-      if (verdict.ack || i > 0) message.ack();
+    for (const { message } of list) {
+      if (verdict.ack || message !== current.get(id)) message.ack();
       else message.retry({ delaySeconds: verdict.delaySeconds });
-    });
+    }
   }
 }

@@ -43,6 +43,6 @@ export async function recover(c: Context<AppEnv>): Promise<Response> {
   );
   if (result.outcome === 'missing') throw notFound();
   if (result.outcome === 'disabled') throw conflict('the webhook is disabled');
-  if (result.deliveryIds.length > 0) c.executionCtx.waitUntil(queueDeliveries(c.env, result.deliveryIds));
-  return success(c, { status: 202, value: `{"deliveries":${result.deliveryIds.length}}` });
+  if (result.deliveries.length > 0) c.executionCtx.waitUntil(queueDeliveries(c.env, result.deliveries));
+  return success(c, { status: 202, value: `{"deliveries":${result.deliveries.length}}` });
 }

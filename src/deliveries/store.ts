@@ -1,6 +1,7 @@
 // All SQL of events and deliveries. Every function is one D1 round trip (one batch, which D1 runs
 // as a transaction). Delivery and webhook ids travel as decimal text (CAST in SQL), never doubles.
 import { AUDIT_COLUMNS, type Db, NOW, ROW_JSON } from '../webhooks/store';
+import type { QueuedDelivery } from './queue';
 
 // ---- fan-out --------------------------------------------------------------------------------------
 
@@ -28,7 +29,9 @@ export interface StoredEvent {
  * Stores events, each with one pending delivery per enabled webhook of its application whose
  * `event_types` is null or names its type, as they stand now; all in one batch. An event whose
  * source key its application published before is not stored again and makes no delivery.
- * Safe to retry: a repeat of a committed batch finds its own event and deliveries.
+ * Safe to retry: a repeat of a committed batch (same event ids) finds its own event and
+ * deliveries. (A queue message redelivered after its batch committed makes new event ids: it
+ * finds the event by its source key and queues nothing; the Cron Trigger queues what is left.)
  */
 export async function storeEvents(db: Db, events: EventToStore[]): Promise<StoredEvent[]> {
   const statements = events.flatMap((e) => [
@@ -74,6 +77,7 @@ export interface DeliveryToAttempt {
   status: string;
   attempts: number;
   schedule_start: number;
+  queue_gen: number;
   next_attempt_at: string | null;
   webhook_id: string;
   app_id: string;
@@ -90,7 +94,7 @@ export interface DeliveryToAttempt {
 export async function loadDeliveries(db: Db, deliveryIds: string[]): Promise<DeliveryToAttempt[]> {
   const { results } = await db
     .prepare(
-      `SELECT CAST(d.delivery_id AS TEXT) AS delivery_id, d.status, d.attempts, d.schedule_start,
+      `SELECT CAST(d.delivery_id AS TEXT) AS delivery_id, d.status, d.attempts, d.schedule_start, d.queue_gen,
          d.next_attempt_at, CAST(d.webhook_id AS TEXT) AS webhook_id, d.app_id, e.event_id, e.payload,
          w.url, w.is_enabled, w.secret, w.previous_secret, w.previous_secret_until
        FROM deliveries AS d
@@ -168,7 +172,8 @@ export async function recordBatch(
            SELECT CAST(json_extract(value, '$.delivery_id') AS INTEGER), json_extract(value, '$.attempt'),
              json_extract(value, '$.attempted_at'), json_extract(value, '$.status'), json_extract(value, '$.error'),
              json_extract(value, '$.duration_ms'), json_extract(value, '$.body')
-           FROM json_each(?1)`,
+           FROM json_each(?1)
+           WHERE EXISTS (SELECT 1 FROM deliveries WHERE delivery_id = CAST(json_extract(value, '$.delivery_id') AS INTEGER))`,
         )
         .bind(JSON.stringify(attempts)),
     );
@@ -241,29 +246,32 @@ export async function recordBatch(
 /**
  * Pending deliveries whose next attempt is due since `overdueSince` or earlier (their queue
  * message was lost, or the Worker died mid-batch), at most `limit`: marked due `now` (so the
- * next run does not take them again before they are overdue once more) and returned.
+ * next run does not take them again before they are overdue once more), in a new queue
+ * generation (the lost message, should it turn up, is then dropped), and returned.
  */
-export async function takeOverdue(db: Db, overdueSince: string, now: string, limit: number): Promise<string[]> {
+export async function takeOverdue(db: Db, overdueSince: string, now: string, limit: number): Promise<QueuedDelivery[]> {
   const { results } = await db
     .prepare(
-      `UPDATE deliveries SET next_attempt_at = ?2
+      `UPDATE deliveries SET next_attempt_at = ?2, queue_gen = queue_gen + 1
        WHERE delivery_id IN (
          SELECT delivery_id FROM deliveries
          WHERE status = 'pending' AND next_attempt_at <= ?1
          ORDER BY next_attempt_at LIMIT ?3)
-       RETURNING CAST(delivery_id AS TEXT) AS id`,
+       RETURNING CAST(delivery_id AS TEXT) AS id, queue_gen AS gen`,
     )
     .bind(overdueSince, now, limit)
-    .all<{ id: string }>();
-  return results.map((r) => r.id);
+    .all<QueuedDelivery>();
+  return results;
 }
 
 /**
- * Deletes events created before `before`, with their deliveries and attempts, at most `limit`
- * deliveries (and then events) per call; returns how many rows went.
+ * Deletes deliveries created before `before` that have ended, with their attempts, then the events
+ * left without deliveries, at most `limit` of each per call; returns how many rows went. A
+ * delivery still pending (recovered late in its life) stays until it ends.
  */
 export async function purgeOldDeliveries(db: Db, before: string, limit: number): Promise<number> {
-  const old = `SELECT delivery_id FROM deliveries WHERE created_at < ?1 ORDER BY created_at, delivery_id LIMIT ?2`;
+  const old = `SELECT delivery_id FROM deliveries
+    WHERE created_at < ?1 AND status <> 'pending' ORDER BY created_at, delivery_id LIMIT ?2`;
   const results = await db.batch([
     db.prepare(`DELETE FROM delivery_attempts WHERE delivery_id IN (${old})`).bind(before, limit),
     db.prepare(`DELETE FROM deliveries WHERE delivery_id IN (${old})`).bind(before, limit),
@@ -418,7 +426,7 @@ export async function storeTestEvent(db: Db, webhookId: string, event: EventToSt
 export type RecoverOutcome =
   | { outcome: 'missing' }
   | { outcome: 'disabled' }
-  | { outcome: 'recovered'; deliveryIds: string[] };
+  | { outcome: 'recovered'; deliveries: QueuedDelivery[] };
 
 /**
  * Makes every `failed` delivery of the application's webhook created in [since, until) pending
@@ -433,14 +441,22 @@ export async function recoverDeliveries(
   until: string,
   now: string,
 ): Promise<RecoverOutcome> {
-  const [recovered, facts] = await db.batch<Record<string, unknown>>([
+  const window = 'webhook_id = CAST(?1 AS INTEGER) AND app_id = ?2 AND created_at >= ?3 AND created_at < ?4';
+  const [, recovered, facts] = await db.batch<Record<string, unknown>>([
     db
       .prepare(
-        `UPDATE deliveries SET status = 'pending', schedule_start = attempts, next_attempt_at = ?5
-         WHERE webhook_id = CAST(?1 AS INTEGER) AND app_id = ?2 AND status = 'failed'
-           AND created_at >= ?3 AND created_at < ?4
-           AND EXISTS (${OWNED_WEBHOOK} AND is_enabled = 1)
-         RETURNING CAST(delivery_id AS TEXT) AS id`,
+        `UPDATE deliveries
+         SET status = 'pending', schedule_start = attempts, next_attempt_at = ?5, queue_gen = queue_gen + 1
+         WHERE ${window} AND status = 'failed' AND EXISTS (${OWNED_WEBHOOK} AND is_enabled = 1)`,
+      )
+      .bind(webhookId, appId, since, until, now),
+    // What this recovery made pending, found again should a retry of this batch run after its
+    // first attempt committed: due at this request's own \`now\`, its schedule just restarted.
+    db
+      .prepare(
+        `SELECT CAST(delivery_id AS TEXT) AS id, queue_gen AS gen FROM deliveries
+         WHERE ${window} AND status = 'pending' AND next_attempt_at = ?5 AND schedule_start = attempts
+           AND attempts > 0`,
       )
       .bind(webhookId, appId, since, until, now),
     db
@@ -452,5 +468,5 @@ export async function recoverDeliveries(
   const enabled = facts?.results[0]?.enabled;
   if (enabled == null) return { outcome: 'missing' };
   if (enabled !== 1) return { outcome: 'disabled' };
-  return { outcome: 'recovered', deliveryIds: (recovered?.results ?? []).map((r) => r.id as string) };
+  return { outcome: 'recovered', deliveries: (recovered?.results ?? []) as unknown as QueuedDelivery[] };
 }

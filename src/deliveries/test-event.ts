@@ -6,7 +6,7 @@ import { badInput, conflict, notFound, success } from '../http/envelope';
 import type { AppEnv } from '../types';
 import { withD1 } from '../webhooks/d1';
 import { webhookIdField } from '../webhooks/params';
-import { queueDeliveries } from './queue';
+import { firstQueued, queueDeliveries } from './queue';
 import { storeTestEvent } from './store';
 
 /** The type of a test event when the request names none. */
@@ -27,7 +27,7 @@ export async function sendTestEvent(c: Context<AppEnv>): Promise<Response> {
   if (result.outcome === 'missing') throw notFound();
   if (result.outcome === 'disabled') throw conflict('the webhook is disabled');
   c.set('eventId', event.eventId);
-  c.executionCtx.waitUntil(queueDeliveries(c.env, [result.deliveryId]));
+  c.executionCtx.waitUntil(queueDeliveries(c.env, firstQueued([result.deliveryId])));
   return success(c, {
     status: 202,
     value: `{"event_id":${JSON.stringify(event.eventId)},"delivery_id":${result.deliveryId}}`,

@@ -1,5 +1,6 @@
-import { queueDeliveries } from '../deliveries/queue';
+import { firstQueued, queueDeliveries } from '../deliveries/queue';
 import { storeEvents } from '../deliveries/store';
+import { parseJsonText } from '../http/body';
 import { ApiFailure } from '../http/envelope';
 import { log } from '../http/log';
 import { retryD1 } from '../webhooks/d1';
@@ -22,10 +23,11 @@ export async function consumeEvents(batch: MessageBatch<unknown>, env: Cloudflar
   const valid: { message: Message<unknown>; event: ReturnType<typeof eventToStore> }[] = [];
   for (const message of batch.messages) {
     try {
-      const body = typeof message.body === 'string' ? JSON.parse(message.body) : message.body;
+      // A message sent as JSON text is read like an HTTP body: depth limit, exact numbers.
+      const body = typeof message.body === 'string' ? parseJsonText(message.body, true) : message.body;
       valid.push({ message, event: eventToStore(parseEvent(body), `msg:${message.id}`) });
     } catch (err) {
-      const reason = err instanceof ApiFailure ? err.detail : 'body is not valid JSON';
+      const reason = err instanceof ApiFailure ? err.detail : 'unreadable message body';
       log('warn', { msg: 'dropped a malformed event message', message_id: message.id, reason });
       message.ack();
     }
@@ -46,10 +48,7 @@ export async function consumeEvents(batch: MessageBatch<unknown>, env: Cloudflar
     for (const { message } of valid) message.retry({ delaySeconds: storageWaitSeconds(message.attempts) });
     return;
   }
-  await queueDeliveries(
-    env,
-    stored.flatMap((s) => s.deliveryIds),
-  );
+  await queueDeliveries(env, firstQueued(stored.flatMap((s) => s.deliveryIds)));
   for (const { message } of valid) message.ack();
   log('info', { msg: 'events stored', events: valid.length, event_ids: stored.map((s) => s.eventId) });
 }

@@ -11,6 +11,9 @@ export interface NewEvent {
   data: string;
 }
 
+// A number kept as its source text (see readJsonBody) is an object too, but not a JSON object.
+const isRawJson = (value: object) => (JSON as JSON & { isRawJSON?(v: unknown): boolean }).isRawJSON?.(value) === true;
+
 const TYPE = /^[A-Za-z0-9_.]{1,64}$/;
 const PUBLISHER_ID = /^[A-Za-z0-9_-]{1,64}$/;
 const MAX_APP_ID_LENGTH = 255;
@@ -30,7 +33,9 @@ export function parseEvent(value: unknown): NewEvent {
     throw badInput(`app_id must be a string of 1 to ${MAX_APP_ID_LENGTH} characters`);
   }
   if (!isEventType(type)) throw badInput('type must be 1 to 64 letters, digits, _ or .');
-  if (typeof data !== 'object' || data === null || Array.isArray(data)) throw badInput('data must be a JSON object');
+  if (typeof data !== 'object' || data === null || Array.isArray(data) || isRawJson(data)) {
+    throw badInput('data must be a JSON object');
+  }
   if (id !== undefined && (typeof id !== 'string' || !PUBLISHER_ID.test(id))) {
     throw badInput('id must be 1 to 64 letters, digits, _ or -');
   }

@@ -1,5 +1,5 @@
 import type { Context } from 'hono';
-import { queueDeliveries } from '../deliveries/queue';
+import { firstQueued, queueDeliveries } from '../deliveries/queue';
 import { type EventToStore, storeEvents } from '../deliveries/store';
 import { readJsonBody } from '../http/body';
 import { success } from '../http/envelope';
@@ -37,6 +37,6 @@ export async function publishEvent(c: Context<AppEnv>): Promise<Response> {
   const [stored] = await withD1(c, 'first-primary', (db) => storeEvents(db, [event]));
   const { eventId, deliveryIds } = stored as { eventId: string; deliveryIds: string[] };
   c.set('eventId', eventId);
-  if (deliveryIds.length > 0) c.executionCtx.waitUntil(queueDeliveries(c.env, deliveryIds));
+  if (deliveryIds.length > 0) c.executionCtx.waitUntil(queueDeliveries(c.env, firstQueued(deliveryIds)));
   return success(c, { status: 202, value: `{"event_id":${JSON.stringify(eventId)}}` });
 }

@@ -90,10 +90,19 @@ export async function readJsonBody(
     if (err instanceof TypeError) throw badInput('body is not valid UTF-8');
     throw err;
   }
+  return { bytes, value: parseJsonText(text, exactNumbers) };
+}
+
+/**
+ * Parses JSON text of a request body or a queue message: nested at most MAX_JSON_DEPTH levels
+ * and valid JSON (400 otherwise). A `webhook_id` number arrives as its NumberText; with
+ * `exactNumbers`, every number keeps its source text.
+ */
+export function parseJsonText(text: string, exactNumbers = false): unknown {
   if (jsonTooDeep(text)) throw badInput('body nested too deeply');
   try {
     const reviver = exactNumbers ? keepNumberText : keepIdText;
-    return { bytes, value: JSON.parse(text, reviver as (key: string, value: unknown) => unknown) };
+    return JSON.parse(text, reviver as (key: string, value: unknown) => unknown);
   } catch (err) {
     if (err instanceof SyntaxError) throw badInput('body is not valid JSON');
     throw err;

@@ -92,7 +92,8 @@ export async function setWebhookEnabled(db: Db, webhookId: string, enabled: bool
     db
       .prepare(
         `UPDATE webhooks
-         SET is_enabled = ?3, updated_at = CASE WHEN is_enabled = ?3 THEN updated_at ELSE ${NOW} END
+         SET is_enabled = ?3, updated_at = CASE WHEN is_enabled = ?3 THEN updated_at ELSE ${NOW} END,
+           failing_since = CASE WHEN is_enabled = 0 AND ?3 = 1 THEN NULL ELSE failing_since END
          WHERE ${OWNED}`,
       )
       .bind(webhookId, actor.appId, state),
