@@ -494,6 +494,9 @@ describe('docs/openapi.json', () => {
       event({ id: 'evt-1_A', data: { nested: { list: [1, 2.5, null, 'x'] } }, extra: [1] }),
       event({ app_id: 'a'.repeat(255), type: `${'A_z.9'.repeat(12)}abcd`, id: 'a'.repeat(64) }),
       event({ app_id: 'ä👍' }),
+      // Characters, not UTF-16 units: 255 emoji are 510 units.
+      event({ app_id: '👍'.repeat(255) }),
+      event({ app_id: '👍'.repeat(256) }),
       event({}, 'app_id'),
       event({ app_id: '' }),
       event({ app_id: 'a'.repeat(256) }),
