@@ -10,12 +10,20 @@ import { allowedMethods, operationCode } from '../src/http/operations';
 import { SECRET_PATH } from '../src/webhooks/routes';
 import {
   bearer,
+  consume,
+  DELIVERIES_QUEUE,
+  eventRequest,
   expectValue,
+  fakeQueue,
   faultyDb,
+  fetchAndWait,
   fetchWith,
   insertWebhook,
   ORIGIN,
   PATH,
+  platformToken,
+  type Received,
+  receiver,
   tokenFor,
   URL_,
   type Webhook,
@@ -114,6 +122,46 @@ const deleteRequest = (query: string, headers: Record<string, string>) =>
 
 /** A D1 binding whose every call fails with `message`. */
 const failingDb = (message: string) => faultyDb(Array.from({ length: 10 }, () => ({ before: message }))).db;
+// Failures after D1 ran the statements: the reply carries the session's bookmark.
+const failingAfter = (message: string) => faultyDb(Array.from({ length: 10 }, () => ({ after: message }))).db;
+const overloaded = () => failingAfter('D1_ERROR: D1 DB is overloaded. Too many requests queued.');
+const broken = () => failingAfter('D1_ERROR: no such table');
+
+/** A POST of `body` to `path`, sent as `type`. */
+const postTo = (path: string, headers: Record<string, string>, body: string, type = 'application/json') =>
+  new Request(ORIGIN + path, { method: 'POST', headers: { 'content-type': type, ...headers }, body });
+
+/** A JSON body of exactly `bytes` bytes: `fields` and a padding string. */
+const sizedBody = (bytes: number, fields: Record<string, unknown> = {}) => {
+  const head = JSON.stringify({ ...fields, pad: '' });
+  return head.replace('"pad":""', `"pad":"${'x'.repeat(bytes - head.length)}"`);
+};
+
+/**
+ * Sends each case (labelled by its expected status, then what it shows), asserts its status, that
+ * it carries `X-D1-Bookmark` when its status is in `bookmarked` (unless its label says
+ * `configuration`: that failure comes before D1), and that it is a documented reply of the
+ * operation. Returns each success's `value` by label.
+ */
+async function expectEachDocumented(
+  method: Method,
+  path: string,
+  cases: [string, () => Promise<Response>][],
+  bookmarked: string[],
+): Promise<Map<string, unknown>> {
+  const values = new Map<string, unknown>();
+  for (const [expected, send] of cases) {
+    const res = await send();
+    const label = `${method.toUpperCase()} ${path} ${expected}`;
+    expect(String(res.status), label).toBe(expected.slice(0, 3));
+    if (bookmarked.includes(expected.slice(0, 3)) && !expected.includes('configuration')) {
+      expect(res.headers.get('x-d1-bookmark'), label).not.toBeNull();
+    }
+    if (res.status < 300) values.set(expected, ((await res.clone().json()) as { value?: unknown }).value);
+    await expectDocumented(res, method, path);
+  }
+  return values;
+}
 
 describe('docs/openapi.json', () => {
   it('documents every reply the suite sees: status, body schema and headers', async () => {
@@ -256,10 +304,6 @@ describe('docs/openapi.json', () => {
     const token = await tokenFor('app-s');
     const publisher = await tokenFor('platform-svc', { scope: 'events:publish' });
     const limited = { ...env, APP_RATE_LIMITER: { limit: async () => ({ success: false }) } };
-    // Failures after D1 ran the statements: the reply carries the session's bookmark.
-    const failingAfter = (message: string) => faultyDb(Array.from({ length: 10 }, () => ({ after: message }))).db;
-    const overloaded = () => failingAfter('D1_ERROR: D1 DB is overloaded. Too many requests queued.');
-    const broken = () => failingAfter('D1_ERROR: no such table');
 
     // A webhook registered through the API (with its secret), one stored without a secret, another application's.
     const created = await fetchWith(
@@ -386,7 +430,7 @@ describe('docs/openapi.json', () => {
     expect(stored).toEqual({ events: 1, deliveries: 2 });
 
     for (const [path, method, query] of [
-      [SECRET_PATH, 'POST', '?webhook_id=1'],
+      [SECRET_PATH, 'PUT', '?webhook_id=1'],
       [SECRET_PATH, 'HEAD', '?webhook_id=1'],
       [SECRET_PATH, 'DELETE', '?webhook_id=1'],
       [EVENT_PATH, 'GET', ''],
@@ -403,6 +447,83 @@ describe('docs/openapi.json', () => {
       }
     }
     await expectDocumented(await SELF.fetch(`${ORIGIN}${SECRET_PATH}/`), 'unknown-path');
+  });
+
+  it('documents every reply of rotating a secret; a delivery then carries both signatures, new first', async () => {
+    vi.spyOn(console, 'error').mockImplementation(() => {});
+    const token = await tokenFor('app-r');
+    const limited = { ...env, APP_RATE_LIMITER: { limit: async () => ({ success: false }) } };
+    const created = await fetchWith(
+      {},
+      postTo(PATH, bearer(token), JSON.stringify({ url: 'https://hooks.example.com/rotate' })),
+    );
+    const { value: hook } = await expectValue<Webhook & { secret: string }>(created, 201);
+    // Stored without a secret: its first rotation gives it one.
+    const legacy = await insertWebhook('app-r');
+    const foreign = await insertWebhook('app-q');
+    const rotate = (headers: Record<string, string>, body: unknown, type?: string) =>
+      postTo(SECRET_PATH, headers, typeof body === 'string' ? body : JSON.stringify(body), type);
+
+    const values = await expectEachDocumented(
+      'post',
+      SECRET_PATH,
+      [
+        ['200', () => fetchWith({}, rotate(bearer(token), { webhook_id: hook.webhook_id }))],
+        ['200 string id, no secret before', () => fetchWith({}, rotate(bearer(token), { webhook_id: legacy }))],
+        ['400', () => fetchWith({}, rotate(bearer(token), { webhook_id: 'x' }))],
+        ['400 missing', () => fetchWith({}, rotate(bearer(token), {}))],
+        ['400 JSON', () => fetchWith({}, rotate(bearer(token), '['))],
+        ['401', () => fetchWith({}, rotate({}, { webhook_id: legacy }))],
+        ['401 invalid_token', () => fetchWith({}, rotate(bearer('a.b.c'), { webhook_id: legacy }))],
+        ['404', () => fetchWith({}, rotate(bearer(token), { webhook_id: foreign }))],
+        ['404 missing', () => fetchWith({}, rotate(bearer(token), { webhook_id: '9223372036854775807' }))],
+        ['413', () => fetchWith({}, rotate(bearer(token), sizedBody(MAX_BODY_BYTES + 1, { webhook_id: legacy })))],
+        ['415', () => fetchWith({}, rotate(bearer(token), { webhook_id: legacy }, 'text/plain'))],
+        ['429', () => fetchWith(limited, rotate(bearer(token), { webhook_id: legacy }))],
+        ['500', () => fetchWith({ DB: broken() }, rotate(bearer(token), { webhook_id: legacy }))],
+        [
+          '500 configuration',
+          () => fetchWith({ WEBHOOK_SECRET_KEY: '' }, rotate(bearer(token), { webhook_id: legacy })),
+        ],
+        ['503', () => fetchWith({ DB: overloaded() }, rotate(bearer(token), { webhook_id: legacy }))],
+      ],
+      ['200', '404', '500', '503'],
+    );
+    // The reply is the new secret, and GET answers it from now on.
+    const rotated = (values.get('200') as { secret: string }).secret;
+    expect(rotated).toMatch(SECRET);
+    expect(rotated).not.toBe(hook.secret);
+    expect((values.get('200 string id, no secret before') as { secret: string }).secret).toMatch(SECRET);
+    const read = await fetchWith(
+      {},
+      new Request(`${SECRET_URL}?webhook_id=${hook.webhook_id}`, { headers: bearer(token) }),
+    );
+    expect((await expectValue<{ secret: string }>(read)).value.secret).toBe(rotated);
+
+    // A delivery made now is signed as webhooks.nftEvent says: two signatures, the new secret's first.
+    const queue = fakeQueue();
+    const published = await fetchAndWait(
+      { DELIVERIES: queue.binding },
+      eventRequest({ app_id: 'app-r', type: 'nft.minted', data: {} }, bearer(await platformToken())),
+    );
+    await expectValue(published, 202);
+    const { requests } = receiver();
+    await consume(DELIVERIES_QUEUE, queue.sent);
+    const request = requests.find((r) => r.url === hook.url) as Received;
+    const operation = resolve(doc.webhooks.nftEvent.post) as {
+      parameters: { name: string; required?: boolean; schema: unknown }[];
+    };
+    for (const parameter of operation.parameters) {
+      const header = request.headers[parameter.name.toLowerCase()];
+      if (parameter.required) expect(header, parameter.name).toBeDefined();
+      if (header !== undefined) expect(validate(parameter.schema, header).errors, parameter.name).toEqual([]);
+    }
+    const signatures = (request.headers['webhook-signature'] as string).split(' ');
+    expect(signatures).toHaveLength(2);
+    const one = (signature: string | undefined) => ({ ...request.headers, 'webhook-signature': signature as string });
+    expect(() => new StandardWebhook(rotated).verify(request.body, one(signatures[0]))).not.toThrow();
+    expect(() => new StandardWebhook(hook.secret).verify(request.body, one(signatures[1]))).not.toThrow();
+    expect(() => new StandardWebhook(hook.secret).verify(request.body, one(signatures[0]))).toThrow();
   });
 
   /**
@@ -527,6 +648,28 @@ describe('docs/openapi.json', () => {
       event({ id: null }),
       '[]',
       '"event"',
+      'null',
+    ]);
+  });
+
+  it("its rotation schema accepts and refuses the bodies the Worker's rotation does", async () => {
+    const id = await insertWebhook('app-rotate-schema');
+    await expectSchemaAgrees('POST', SECRET_PATH, await tokenFor('app-rotate-schema'), [
+      `{"webhook_id": ${id}}`,
+      `{"webhook_id": "${id}"}`,
+      `{"webhook_id": "00${id}", "extra": [1]}`,
+      '{"webhook_id": 7}',
+      '{"webhook_id": 7.5}',
+      '{"webhook_id": "7.5"}',
+      '{"webhook_id": "x"}',
+      '{"webhook_id": true}',
+      '{"webhook_id": null}',
+      '{"webhook_id": 0}',
+      '{"webhook_id": "0"}',
+      '{"webhook_id": -7}',
+      '{}',
+      '[7]',
+      '"7"',
       'null',
     ]);
   });
