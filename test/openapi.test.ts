@@ -4,7 +4,7 @@ import { Webhook as StandardWebhook } from 'standardwebhooks';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import doc from '../docs/openapi.json';
 import { consumeDeliveries } from '../src/deliveries/consumer';
-import { DELIVERY_PATH, TEST_EVENT_PATH } from '../src/deliveries/routes';
+import { DELIVERY_PATH, RECOVER_PATH, TEST_EVENT_PATH } from '../src/deliveries/routes';
 import { EVENT_PATH } from '../src/events/routes';
 import { Code, envelope } from '../src/http/envelope';
 import { allowedMethods, operationCode } from '../src/http/operations';
@@ -772,6 +772,118 @@ describe('docs/openapi.json', () => {
     await expectDocumented(await SELF.fetch(`${ORIGIN}${TEST_EVENT_PATH}/`), 'unknown-path');
   });
 
+  it('documents every reply of recovering deliveries; a recovered delivery is attempted again', async () => {
+    vi.spyOn(console, 'error').mockImplementation(() => {});
+    const token = await tokenFor('app-v');
+    const limited = { ...env, APP_RATE_LIMITER: { limit: async () => ({ success: false }) } };
+    const register = async (url: string) =>
+      (
+        await expectValue<Webhook>(
+          await fetchWith({}, postTo(PATH, bearer(token), JSON.stringify({ url: `https://hooks.example.com/${url}` }))),
+          201,
+        )
+      ).value.webhook_id;
+    const hook = await register('recover');
+    const gone = await register('recover-gone');
+    const off = await insertWebhook('app-v', { enabled: false });
+    const foreign = await insertWebhook('app-w');
+
+    // `recover-gone` answers 410 until it is fixed: its delivery fails, and the service disables it.
+    const published = fakeQueue();
+    await expectValue(
+      await fetchAndWait(
+        { DELIVERIES: published.binding },
+        eventRequest({ app_id: 'app-v', type: 'nft.minted', data: {} }, bearer(await platformToken())),
+      ),
+      202,
+    );
+    let fixed = false;
+    receiver((req) => new Response(null, { status: req.url.endsWith('/recover-gone') && !fixed ? 410 : 204 }));
+    await consume(DELIVERIES_QUEUE, published.sent);
+    const failed = (await env.DB.prepare(
+      `SELECT CAST(delivery_id AS TEXT) AS id FROM deliveries WHERE webhook_id = ?1 AND status = 'failed'`,
+    )
+      .bind(String(gone))
+      .first<string>('id')) as string;
+    expect(failed).not.toBeNull();
+
+    const queue = fakeQueue();
+    const send = (overrides: Record<string, unknown>, headers: Record<string, string>, body: unknown, type?: string) =>
+      fetchAndWait(
+        { DELIVERIES: queue.binding, ...overrides },
+        postTo(RECOVER_PATH, headers, typeof body === 'string' ? body : JSON.stringify(body), type),
+      );
+    const at = (msFromNow: number) => new Date(Date.now() + msFromNow).toISOString();
+    const hour = 3_600_000;
+    const failures: [string, () => Promise<Response>][] = [
+      ['400', () => send({}, bearer(token), { webhook_id: gone, since: 'yesterday' })],
+      ['400 no zone', () => send({}, bearer(token), { webhook_id: gone, since: at(-hour).slice(0, 19) })],
+      ['400 missing since', () => send({}, bearer(token), { webhook_id: gone })],
+      ['400 future', () => send({}, bearer(token), { webhook_id: gone, since: at(hour) })],
+      ['400 too old', () => send({}, bearer(token), { webhook_id: gone, since: at(-31 * 24 * hour) })],
+      ['400 until', () => send({}, bearer(token), { webhook_id: gone, since: at(-hour), until: at(-2 * hour) })],
+      ['400 JSON', () => send({}, bearer(token), '{"webhook_id":')],
+      ['401', () => send({}, {}, { webhook_id: gone, since: at(-hour) })],
+      ['401 invalid_token', () => send({}, bearer('a.b.c'), { webhook_id: gone, since: at(-hour) })],
+      ['404', () => send({}, bearer(token), { webhook_id: foreign, since: at(-hour) })],
+      ['409', () => send({}, bearer(token), { webhook_id: off, since: at(-hour) })],
+      ['409 disabled by its 410', () => send({}, bearer(token), { webhook_id: gone, since: at(-hour) })],
+      ['413', () => send({}, bearer(token), sizedBody(MAX_BODY_BYTES + 1, { webhook_id: gone, since: at(-hour) }))],
+      ['415', () => send({}, bearer(token), { webhook_id: gone, since: at(-hour) }, 'text/plain')],
+      ['429', () => send(limited, bearer(token), { webhook_id: gone, since: at(-hour) })],
+      ['500', () => send({ DB: broken() }, bearer(token), { webhook_id: hook, since: at(-hour) })],
+      [
+        '500 configuration',
+        () => send({ DELIVERY_RETENTION_DAYS: 'a month' }, bearer(token), { webhook_id: hook, since: at(-hour) }),
+      ],
+      ['503', () => send({ DB: overloaded() }, bearer(token), { webhook_id: hook, since: at(-hour) })],
+    ];
+    const bookmarked = ['202', '404', '409', '500', '503'];
+    await expectEachDocumented('post', RECOVER_PATH, failures, bookmarked);
+    expect(queue.sent).toEqual([]);
+
+    // Enabled again, the webhook has its failed delivery recovered.
+    await expectDocumented(
+      await fetchWith({}, putRequest(bearer(token), JSON.stringify({ webhook_id: gone, is_enabled: true }))),
+      'put',
+    );
+    const values = await expectEachDocumented(
+      'post',
+      RECOVER_PATH,
+      [
+        ['202', () => send({}, bearer(token), { webhook_id: gone, since: at(-hour) })],
+        [
+          '202 none, string id and a window',
+          () => send({}, bearer(token), { webhook_id: String(hook), since: at(-hour), until: at(hour) }),
+        ],
+      ],
+      bookmarked,
+    );
+    expect(values.get('202')).toEqual({ deliveries: 1 });
+    expect(values.get('202 none, string id and a window')).toEqual({ deliveries: 0 });
+    expect(queue.sent).toEqual([{ delivery_id: failed }]);
+    const state = () =>
+      env.DB.prepare('SELECT status, attempts, schedule_start FROM deliveries WHERE delivery_id = ?1')
+        .bind(failed)
+        .first();
+    expect(await state()).toEqual({ status: 'pending', attempts: 1, schedule_start: 1 });
+    fixed = true;
+    await consume(DELIVERIES_QUEUE, queue.sent);
+    expect(await state()).toEqual({ status: 'succeeded', attempts: 2, schedule_start: 1 });
+
+    for (const method of ['GET', 'PUT', 'DELETE', 'HEAD']) {
+      const res = await SELF.fetch(`${ORIGIN}${RECOVER_PATH}`, { method, headers: bearer(token) });
+      expect(res.status, `${method} ${RECOVER_PATH}`).toBe(405);
+      if (method === 'HEAD') {
+        expect(res.headers.get('allow')).toBe(documentedMethods(RECOVER_PATH));
+        await res.arrayBuffer();
+      } else {
+        await expectDocumented(res, 'other-method', RECOVER_PATH);
+      }
+    }
+    await expectDocumented(await SELF.fetch(`${ORIGIN}${RECOVER_PATH}/`), 'unknown-path');
+  });
+
   /**
    * Sends each body to the operation: the schema of its documented request body must accept exactly
    * the bodies the Worker does not refuse (400).
@@ -946,6 +1058,67 @@ describe('docs/openapi.json', () => {
     ]);
   });
 
+  it("its recovery schema accepts and refuses the bodies the Worker's recovery does", async () => {
+    const id = await insertWebhook('app-recover-schema');
+    const off = await insertWebhook('app-recover-schema', { enabled: false, url: 'https://hooks.example.com/off' });
+    const hour = 3_600_000;
+    const base = Date.now() - 2 * hour;
+    const iso = new Date(base).toISOString();
+    /** The instant `base` at an offset of `minutes` (+ or -), written with or without its colon. */
+    const offset = (minutes: number, colon = true) => {
+      const sign = minutes < 0 ? '-' : '+';
+      const hh = String(Math.floor(Math.abs(minutes) / 60)).padStart(2, '0');
+      const mm = String(Math.abs(minutes) % 60).padStart(2, '0');
+      return `${new Date(base + minutes * 60_000).toISOString().slice(0, 19)}${sign}${hh}${colon ? ':' : ''}${mm}`;
+    };
+    const date = iso.slice(0, 10);
+    const yesterday = new Date(Date.now() - 24 * hour).toISOString().slice(0, 10);
+    const body = (fields: Record<string, unknown>) => JSON.stringify({ webhook_id: id, ...fields });
+    await expectSchemaAgrees('POST', RECOVER_PATH, await tokenFor('app-recover-schema'), [
+      body({ since: iso }),
+      body({ webhook_id: String(id), since: iso, until: new Date().toISOString(), extra: [1] }),
+      body({ since: iso, until: new Date(Date.now() + 24 * hour).toISOString() }),
+      body({ since: iso.replace('T', 't').replace('Z', 'z') }),
+      body({ since: `${iso.slice(0, 16)}Z` }),
+      body({ since: iso.replace('Z', '123456Z') }),
+      body({ since: offset(60) }),
+      body({ since: offset(60, false) }),
+      body({ since: offset(-330) }),
+      body({ since: offset(23 * 60 + 59) }),
+      body({ since: `${yesterday}T24:00Z` }),
+      body({ since: `${yesterday}T24:00:00.000Z` }),
+      body({ webhook_id: off, since: iso }),
+      body({ webhook_id: 7, since: iso }),
+      body({}),
+      body({ since: null }),
+      body({ since: 5 }),
+      body({ since: 'yesterday' }),
+      body({ since: date }),
+      body({ since: iso.slice(0, 19) }),
+      body({ since: iso.replace('T', ' ') }),
+      body({ since: iso.replace('Z', '1234567Z') }),
+      body({ since: iso.replace(/\.\d+Z$/, '.Z') }),
+      body({ since: `${date}T25:00Z` }),
+      body({ since: `${date}T10:60Z` }),
+      body({ since: `${date}T10:00:60Z` }),
+      body({ since: `${yesterday}T24:00:01Z` }),
+      body({ since: `${yesterday}T24:00:00.5Z` }),
+      body({ since: `${date.slice(0, 4)}-13-01T00:00Z` }),
+      body({ since: `${date.slice(0, 8)}32T00:00Z` }),
+      body({ since: `${date.slice(0, 8)}00T00:00Z` }),
+      body({ since: `${iso.slice(0, 19)}+24:00` }),
+      body({ since: `${iso.slice(0, 19)}+01:60` }),
+      body({ since: iso, until: null }),
+      body({ since: iso, until: 5 }),
+      body({ since: iso, until: 'now' }),
+      body({ webhook_id: '0', since: iso }),
+      body({ webhook_id: null, since: iso }),
+      JSON.stringify({ since: iso }),
+      '[]',
+      'null',
+    ]);
+  });
+
   it('names every code with the message the Worker sends', async () => {
     const schemas = doc.components.schemas as Record<
       string,
@@ -964,6 +1137,7 @@ describe('docs/openapi.json', () => {
   });
 
   it("documents every method of each path, and gives each operation's failures its code", () => {
+    expect(Object.keys(paths)).toEqual([PATH, SECRET_PATH, DELIVERY_PATH, TEST_EVENT_PATH, RECOVER_PATH, EVENT_PATH]);
     for (const [path, methods] of Object.entries(paths)) {
       expect(documentedMethods(path), path).toBe(allowedMethods(path));
       for (const [method, operation] of Object.entries(methods) as [Method, { responses: Node }][]) {
