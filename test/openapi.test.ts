@@ -4,18 +4,27 @@ import { Webhook as StandardWebhook } from 'standardwebhooks';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import doc from '../docs/openapi.json';
 import { consumeDeliveries } from '../src/deliveries/consumer';
+import { DELIVERY_PATH, RECOVER_PATH, TEST_EVENT_PATH } from '../src/deliveries/routes';
 import { EVENT_PATH } from '../src/events/routes';
 import { Code, envelope } from '../src/http/envelope';
 import { allowedMethods, operationCode } from '../src/http/operations';
 import { SECRET_PATH } from '../src/webhooks/routes';
 import {
   bearer,
+  consume,
+  DELIVERIES_QUEUE,
+  eventRequest,
   expectValue,
+  fakeQueue,
   faultyDb,
+  fetchAndWait,
   fetchWith,
   insertWebhook,
   ORIGIN,
   PATH,
+  platformToken,
+  type Received,
+  receiver,
   tokenFor,
   URL_,
   type Webhook,
@@ -114,6 +123,46 @@ const deleteRequest = (query: string, headers: Record<string, string>) =>
 
 /** A D1 binding whose every call fails with `message`. */
 const failingDb = (message: string) => faultyDb(Array.from({ length: 10 }, () => ({ before: message }))).db;
+// Failures after D1 ran the statements: the reply carries the session's bookmark.
+const failingAfter = (message: string) => faultyDb(Array.from({ length: 10 }, () => ({ after: message }))).db;
+const overloaded = () => failingAfter('D1_ERROR: D1 DB is overloaded. Too many requests queued.');
+const broken = () => failingAfter('D1_ERROR: no such table');
+
+/** A POST of `body` to `path`, sent as `type`. */
+const postTo = (path: string, headers: Record<string, string>, body: string, type = 'application/json') =>
+  new Request(ORIGIN + path, { method: 'POST', headers: { 'content-type': type, ...headers }, body });
+
+/** A JSON body of exactly `bytes` bytes: `fields` and a padding string. */
+const sizedBody = (bytes: number, fields: Record<string, unknown> = {}) => {
+  const head = JSON.stringify({ ...fields, pad: '' });
+  return head.replace('"pad":""', `"pad":"${'x'.repeat(bytes - head.length)}"`);
+};
+
+/**
+ * Sends each case (labelled by its expected status, then what it shows), asserts its status, that
+ * it carries `X-D1-Bookmark` when its status is in `bookmarked` (unless its label says
+ * `configuration`: that failure comes before D1), and that it is a documented reply of the
+ * operation. Returns each success's `value` by label.
+ */
+async function expectEachDocumented(
+  method: Method,
+  path: string,
+  cases: [string, () => Promise<Response>][],
+  bookmarked: string[],
+): Promise<Map<string, unknown>> {
+  const values = new Map<string, unknown>();
+  for (const [expected, send] of cases) {
+    const res = await send();
+    const label = `${method.toUpperCase()} ${path} ${expected}`;
+    expect(String(res.status), label).toBe(expected.slice(0, 3));
+    if (bookmarked.includes(expected.slice(0, 3)) && !expected.includes('configuration')) {
+      expect(res.headers.get('x-d1-bookmark'), label).not.toBeNull();
+    }
+    if (res.status < 300) values.set(expected, ((await res.clone().json()) as { value?: unknown }).value);
+    await expectDocumented(res, method, path);
+  }
+  return values;
+}
 
 describe('docs/openapi.json', () => {
   it('documents every reply the suite sees: status, body schema and headers', async () => {
@@ -256,10 +305,6 @@ describe('docs/openapi.json', () => {
     const token = await tokenFor('app-s');
     const publisher = await tokenFor('platform-svc', { scope: 'events:publish' });
     const limited = { ...env, APP_RATE_LIMITER: { limit: async () => ({ success: false }) } };
-    // Failures after D1 ran the statements: the reply carries the session's bookmark.
-    const failingAfter = (message: string) => faultyDb(Array.from({ length: 10 }, () => ({ after: message }))).db;
-    const overloaded = () => failingAfter('D1_ERROR: D1 DB is overloaded. Too many requests queued.');
-    const broken = () => failingAfter('D1_ERROR: no such table');
 
     // A webhook registered through the API (with its secret), one stored without a secret, another application's.
     const created = await fetchWith(
@@ -386,7 +431,7 @@ describe('docs/openapi.json', () => {
     expect(stored).toEqual({ events: 1, deliveries: 2 });
 
     for (const [path, method, query] of [
-      [SECRET_PATH, 'POST', '?webhook_id=1'],
+      [SECRET_PATH, 'PUT', '?webhook_id=1'],
       [SECRET_PATH, 'HEAD', '?webhook_id=1'],
       [SECRET_PATH, 'DELETE', '?webhook_id=1'],
       [EVENT_PATH, 'GET', ''],
@@ -403,6 +448,440 @@ describe('docs/openapi.json', () => {
       }
     }
     await expectDocumented(await SELF.fetch(`${ORIGIN}${SECRET_PATH}/`), 'unknown-path');
+  });
+
+  it('documents every reply of rotating a secret; a delivery then carries both signatures, new first', async () => {
+    vi.spyOn(console, 'error').mockImplementation(() => {});
+    const token = await tokenFor('app-r');
+    const limited = { ...env, APP_RATE_LIMITER: { limit: async () => ({ success: false }) } };
+    const created = await fetchWith(
+      {},
+      postTo(PATH, bearer(token), JSON.stringify({ url: 'https://hooks.example.com/rotate' })),
+    );
+    const { value: hook } = await expectValue<Webhook & { secret: string }>(created, 201);
+    // Stored without a secret: its first rotation gives it one.
+    const legacy = await insertWebhook('app-r');
+    const foreign = await insertWebhook('app-q');
+    const rotate = (headers: Record<string, string>, body: unknown, type?: string) =>
+      postTo(SECRET_PATH, headers, typeof body === 'string' ? body : JSON.stringify(body), type);
+
+    const values = await expectEachDocumented(
+      'post',
+      SECRET_PATH,
+      [
+        ['200', () => fetchWith({}, rotate(bearer(token), { webhook_id: hook.webhook_id }))],
+        ['200 string id, no secret before', () => fetchWith({}, rotate(bearer(token), { webhook_id: legacy }))],
+        ['400', () => fetchWith({}, rotate(bearer(token), { webhook_id: 'x' }))],
+        ['400 missing', () => fetchWith({}, rotate(bearer(token), {}))],
+        ['400 JSON', () => fetchWith({}, rotate(bearer(token), '['))],
+        ['401', () => fetchWith({}, rotate({}, { webhook_id: legacy }))],
+        ['401 invalid_token', () => fetchWith({}, rotate(bearer('a.b.c'), { webhook_id: legacy }))],
+        ['404', () => fetchWith({}, rotate(bearer(token), { webhook_id: foreign }))],
+        ['404 missing', () => fetchWith({}, rotate(bearer(token), { webhook_id: '9223372036854775807' }))],
+        ['413', () => fetchWith({}, rotate(bearer(token), sizedBody(MAX_BODY_BYTES + 1, { webhook_id: legacy })))],
+        ['415', () => fetchWith({}, rotate(bearer(token), { webhook_id: legacy }, 'text/plain'))],
+        ['429', () => fetchWith(limited, rotate(bearer(token), { webhook_id: legacy }))],
+        ['500', () => fetchWith({ DB: broken() }, rotate(bearer(token), { webhook_id: legacy }))],
+        [
+          '500 configuration',
+          () => fetchWith({ WEBHOOK_SECRET_KEY: '' }, rotate(bearer(token), { webhook_id: legacy })),
+        ],
+        ['503', () => fetchWith({ DB: overloaded() }, rotate(bearer(token), { webhook_id: legacy }))],
+      ],
+      ['200', '404', '500', '503'],
+    );
+    // The reply is the new secret, and GET answers it from now on.
+    const rotated = (values.get('200') as { secret: string }).secret;
+    expect(rotated).toMatch(SECRET);
+    expect(rotated).not.toBe(hook.secret);
+    expect((values.get('200 string id, no secret before') as { secret: string }).secret).toMatch(SECRET);
+    const read = await fetchWith(
+      {},
+      new Request(`${SECRET_URL}?webhook_id=${hook.webhook_id}`, { headers: bearer(token) }),
+    );
+    expect((await expectValue<{ secret: string }>(read)).value.secret).toBe(rotated);
+
+    // A delivery made now is signed as webhooks.nftEvent says: two signatures, the new secret's first.
+    const queue = fakeQueue();
+    const published = await fetchAndWait(
+      { DELIVERIES: queue.binding },
+      eventRequest({ app_id: 'app-r', type: 'nft.minted', data: {} }, bearer(await platformToken())),
+    );
+    await expectValue(published, 202);
+    const { requests } = receiver();
+    await consume(DELIVERIES_QUEUE, queue.sent);
+    const request = requests.find((r) => r.url === hook.url) as Received;
+    const operation = resolve(doc.webhooks.nftEvent.post) as {
+      parameters: { name: string; required?: boolean; schema: unknown }[];
+    };
+    for (const parameter of operation.parameters) {
+      const header = request.headers[parameter.name.toLowerCase()];
+      if (parameter.required) expect(header, parameter.name).toBeDefined();
+      if (header !== undefined) expect(validate(parameter.schema, header).errors, parameter.name).toEqual([]);
+    }
+    const signatures = (request.headers['webhook-signature'] as string).split(' ');
+    expect(signatures).toHaveLength(2);
+    const one = (signature: string | undefined) => ({ ...request.headers, 'webhook-signature': signature as string });
+    expect(() => new StandardWebhook(rotated).verify(request.body, one(signatures[0]))).not.toThrow();
+    expect(() => new StandardWebhook(hook.secret).verify(request.body, one(signatures[1]))).not.toThrow();
+    expect(() => new StandardWebhook(hook.secret).verify(request.body, one(signatures[0]))).toThrow();
+  });
+
+  it('documents every reply of the delivery log: pages, one delivery with its attempts, and failures', async () => {
+    vi.spyOn(console, 'error').mockImplementation(() => {});
+    const token = await tokenFor('app-l');
+    const limited = { ...env, APP_RATE_LIMITER: { limit: async () => ({ success: false }) } };
+    const register = async (url: string) =>
+      (
+        await expectValue<Webhook>(
+          await fetchWith({}, postTo(PATH, bearer(token), JSON.stringify({ url: `https://hooks.example.com/${url}` }))),
+          201,
+        )
+      ).value.webhook_id;
+    const hook = await register('log');
+    const gone = await register('log-gone');
+    const publish = async (appId: string) => {
+      const queue = fakeQueue();
+      const res = await fetchAndWait(
+        { DELIVERIES: queue.binding },
+        eventRequest({ app_id: appId, type: 'nft.minted', data: {} }, bearer(await platformToken())),
+      );
+      await expectValue(res, 202);
+      return queue.sent as { delivery_id: string }[];
+    };
+    const deliveryOf = async (webhookId: number | string, messages: { delivery_id: string }[]) =>
+      (await env.DB.prepare(
+        `SELECT CAST(delivery_id AS TEXT) AS id FROM deliveries
+         WHERE webhook_id = ?1 AND delivery_id IN (SELECT CAST(value AS INTEGER) FROM json_each(?2))`,
+      )
+        .bind(String(webhookId), JSON.stringify(messages.map((m) => m.delivery_id)))
+        .first<string>('id')) as string;
+
+    // The first attempt to `log` gets no connection, the second 200; `log-gone` answers 410 with
+    // 2,000 bytes, of which the log keeps 1,024.
+    const sent = await publish('app-l');
+    const [delivered, failed] = [await deliveryOf(hook, sent), await deliveryOf(gone, sent)];
+    let calls = 0;
+    receiver((req) => {
+      if (req.url.endsWith('/log-gone')) return new Response('é'.repeat(1000), { status: 410 });
+      if (++calls === 1) throw new TypeError('Network connection lost');
+      return new Response('ok');
+    });
+    await consume(DELIVERIES_QUEUE, sent);
+    await env.DB.prepare(`UPDATE deliveries SET next_attempt_at = ?2 WHERE delivery_id = ?1`)
+      .bind(delivered, new Date().toISOString())
+      .run();
+    await consume(DELIVERIES_QUEUE, [{ delivery_id: delivered }]);
+    // A newer one, not attempted yet (`log-gone` is disabled now: it gets none).
+    const pending = await deliveryOf(hook, await publish('app-l'));
+    const foreign = await insertWebhook('app-m');
+    const theirs = await deliveryOf(foreign, await publish('app-m'));
+
+    const log = (query: string, headers: Record<string, string>) =>
+      new Request(`${ORIGIN}${DELIVERY_PATH}?${query}`, { headers });
+    const first = await fetchWith({}, log(`webhook_id=${hook}&limit=1`, bearer(token)));
+    const bookmark = first.headers.get('x-d1-bookmark') as string;
+    const { next_cursor: cursor } = (await expectValue<{ next_cursor: string }>(first)).value;
+    const values = await expectEachDocumented(
+      'get',
+      DELIVERY_PATH,
+      [
+        ['200 page', () => fetchWith({}, log(`webhook_id=${hook}&limit=1`, bearer(token)))],
+        ['200 next page', () => fetchWith({}, log(`webhook_id=${hook}&limit=1&cursor=${cursor}`, bearer(token)))],
+        ['200 failed', () => fetchWith({}, log(`webhook_id=${gone}&status=failed`, bearer(token)))],
+        ['200 none', () => fetchWith({}, log(`webhook_id=${gone}&status=pending`, bearer(token)))],
+        ['200 delivery', () => fetchWith({}, log(`delivery_id=${delivered}`, bearer(token)))],
+        [
+          '200 delivery, the rest ignored',
+          () => fetchWith({}, log(`delivery_id=${failed}&webhook_id=abc&limit=0`, bearer(token))),
+        ],
+        ['200 not attempted', () => fetchWith({}, log(`delivery_id=${pending}`, bearer(token)))],
+        [
+          '200 bookmark',
+          () => fetchWith({}, log(`webhook_id=${hook}`, { ...bearer(token), 'x-d1-bookmark': bookmark })),
+        ],
+        ['400', () => fetchWith({}, log(`webhook_id=${hook}&limit=0`, bearer(token)))],
+        ['400 neither id', () => fetchWith({}, log('limit=5', bearer(token)))],
+        ['400 status', () => fetchWith({}, log(`webhook_id=${hook}&status=done`, bearer(token)))],
+        ['400 cursor', () => fetchWith({}, log(`webhook_id=${hook}&cursor=nope`, bearer(token)))],
+        ['400 repeated', () => fetchWith({}, log(`delivery_id=${pending}&delivery_id=${pending}`, bearer(token)))],
+        ['400 delivery_id', () => fetchWith({}, log('delivery_id=0', bearer(token)))],
+        [
+          '400 bookmark',
+          () => fetchWith({}, log(`webhook_id=${hook}`, { ...bearer(token), 'x-d1-bookmark': 'first-primary' })),
+        ],
+        ['401', () => fetchWith({}, log(`webhook_id=${hook}`, {}))],
+        ['401 invalid_token', () => fetchWith({}, log(`webhook_id=${hook}`, bearer('a.b.c')))],
+        ['404', () => fetchWith({}, log(`webhook_id=${foreign}`, bearer(token)))],
+        ['404 delivery', () => fetchWith({}, log(`delivery_id=${theirs}`, bearer(token)))],
+        ['404 missing', () => fetchWith({}, log('delivery_id=9223372036854775807', bearer(token)))],
+        ['429', () => fetchWith(limited, log(`webhook_id=${hook}`, bearer(token)))],
+        ['500', () => fetchWith({ DB: broken() }, log(`webhook_id=${hook}`, bearer(token)))],
+        ['503', () => fetchWith({ DB: overloaded() }, log(`delivery_id=${delivered}`, bearer(token)))],
+      ],
+      ['200', '404', '500', '503'],
+    );
+
+    type Delivery = { delivery_id: number; status: string; attempt_log?: Record<string, unknown>[] } & Record<
+      string,
+      unknown
+    >;
+    type Page = { deliveries: Delivery[]; next_cursor: string | null };
+    // Newest first, one page after the other; the state of each, and its last attempt.
+    const page = values.get('200 page') as Page;
+    const next = values.get('200 next page') as Page;
+    expect(page.deliveries.map((d) => d.delivery_id)).toEqual([Number(pending)]);
+    expect(page.next_cursor).toBe(cursor);
+    expect(next.deliveries.map((d) => d.delivery_id)).toEqual([Number(delivered)]);
+    expect(next.next_cursor).toBeNull();
+    expect((values.get('200 bookmark') as Page).deliveries.map((d) => d.delivery_id)).toEqual(
+      [pending, delivered].map(Number),
+    );
+    expect(page.deliveries[0]).toMatchObject({ status: 'pending', attempts: 0, last_attempt_at: null });
+    expect((values.get('200 none') as Page).deliveries).toEqual([]);
+    const [gave] = (values.get('200 failed') as Page).deliveries;
+    expect(gave).toMatchObject({ delivery_id: Number(failed), status: 'failed', last_status: 410, last_error: null });
+    // One delivery: its attempts, oldest first, with what each got.
+    const one = values.get('200 delivery') as Delivery;
+    expect(one).toMatchObject({
+      status: 'succeeded',
+      attempts: 2,
+      next_attempt_at: null,
+      last_status: 200,
+      last_error: null,
+    });
+    expect(one.attempt_log?.map(({ attempt, status, error, body }) => ({ attempt, status, error, body }))).toEqual([
+      { attempt: 1, status: null, error: 'connection', body: null },
+      { attempt: 2, status: 200, error: null, body: 'ok' },
+    ]);
+    const kept = (values.get('200 delivery, the rest ignored') as Delivery).attempt_log?.[0]?.body as string;
+    expect(kept).toBe('é'.repeat(512));
+    expect(new TextEncoder().encode(kept).byteLength).toBe(1024);
+    expect((values.get('200 not attempted') as Delivery).attempt_log).toEqual([]);
+
+    for (const method of ['POST', 'PUT', 'DELETE', 'HEAD']) {
+      const res = await SELF.fetch(`${ORIGIN}${DELIVERY_PATH}?webhook_id=${hook}`, { method, headers: bearer(token) });
+      expect(res.status, `${method} ${DELIVERY_PATH}`).toBe(405);
+      if (method === 'HEAD') {
+        expect(res.headers.get('allow')).toBe(documentedMethods(DELIVERY_PATH));
+        await res.arrayBuffer();
+      } else {
+        await expectDocumented(res, 'other-method', DELIVERY_PATH);
+      }
+    }
+    await expectDocumented(await SELF.fetch(`${ORIGIN}${DELIVERY_PATH}/`), 'unknown-path');
+  });
+
+  it('documents every reply of sending a test event; its delivery is the documented request', async () => {
+    vi.spyOn(console, 'error').mockImplementation(() => {});
+    const token = await tokenFor('app-x');
+    const limited = { ...env, APP_RATE_LIMITER: { limit: async () => ({ success: false }) } };
+    // Its event_types do not take a test event's type: a test event is delivered all the same.
+    const created = await fetchWith(
+      {},
+      postTo(
+        PATH,
+        bearer(token),
+        JSON.stringify({ url: 'https://hooks.example.com/test-event', event_types: ['nft.burned'] }),
+      ),
+    );
+    const { value: hook } = await expectValue<Webhook & { secret: string }>(created, 201);
+    const off = await insertWebhook('app-x', { enabled: false });
+    const foreign = await insertWebhook('app-y');
+    const queue = fakeQueue();
+    const send = (overrides: Record<string, unknown>, headers: Record<string, string>, body: unknown, type?: string) =>
+      fetchAndWait(
+        { DELIVERIES: queue.binding, ...overrides },
+        postTo(TEST_EVENT_PATH, headers, typeof body === 'string' ? body : JSON.stringify(body), type),
+      );
+    const id = hook.webhook_id;
+
+    const values = await expectEachDocumented(
+      'post',
+      TEST_EVENT_PATH,
+      [
+        ['202', () => send({}, bearer(token), { webhook_id: id })],
+        ['202 string id, another type', () => send({}, bearer(token), { webhook_id: String(id), type: 'nft.minted' })],
+        ['400', () => send({}, bearer(token), { webhook_id: id, type: 'bad type' })],
+        ['400 missing', () => send({}, bearer(token), { type: 'nft.minted' })],
+        ['400 JSON', () => send({}, bearer(token), '{')],
+        ['401', () => send({}, {}, { webhook_id: id })],
+        ['401 invalid_token', () => send({}, bearer('a.b.c'), { webhook_id: id })],
+        ['404', () => send({}, bearer(token), { webhook_id: foreign })],
+        ['409', () => send({}, bearer(token), { webhook_id: off })],
+        ['413', () => send({}, bearer(token), sizedBody(MAX_BODY_BYTES + 1, { webhook_id: id }))],
+        ['415', () => send({}, bearer(token), { webhook_id: id }, 'text/plain')],
+        ['429', () => send(limited, bearer(token), { webhook_id: id })],
+        ['500', () => send({ DB: broken() }, bearer(token), { webhook_id: id })],
+        ['503', () => send({ DB: overloaded() }, bearer(token), { webhook_id: id })],
+      ],
+      ['202', '404', '409', '500', '503'],
+    );
+    const accepted = ['202', '202 string id, another type'].map(
+      (label) => values.get(label) as { event_id: string; delivery_id: number },
+    );
+    expect(accepted.map((v) => Object.keys(v))).toEqual([
+      ['event_id', 'delivery_id'],
+      ['event_id', 'delivery_id'],
+    ]);
+    // Only the accepted ones were queued, each its one delivery; the log shows them.
+    expect(queue.sent).toEqual(accepted.map((v) => ({ delivery_id: String(v.delivery_id) })));
+    for (const [v, type] of [
+      [accepted[0], 'webhook.test'],
+      [accepted[1], 'nft.minted'],
+    ] as const) {
+      const res = await fetchWith(
+        {},
+        new Request(`${ORIGIN}${DELIVERY_PATH}?delivery_id=${v?.delivery_id}`, { headers: bearer(token) }),
+      );
+      expect((await expectValue(res)).value).toMatchObject({ event_id: v?.event_id, type, status: 'pending' });
+    }
+
+    // Delivered as webhooks.nftEvent says: its headers, its body (data {}), signed with the webhook's secret.
+    const { requests } = receiver(() => new Response(null, { status: 204 }));
+    await consume(DELIVERIES_QUEUE, queue.sent);
+    const operation = resolve(doc.webhooks.nftEvent.post) as {
+      parameters: { name: string; required?: boolean; schema: unknown }[];
+      requestBody: { content: Record<string, { schema: unknown }> };
+    };
+    expect(requests.map((r) => r.headers['webhook-id'])).toEqual(accepted.map((v) => v?.event_id));
+    for (const request of requests) {
+      expect(request.url).toBe(hook.url);
+      for (const parameter of operation.parameters) {
+        const header = request.headers[parameter.name.toLowerCase()];
+        if (parameter.required) expect(header, parameter.name).toBeDefined();
+        if (header !== undefined) expect(validate(parameter.schema, header).errors, parameter.name).toEqual([]);
+      }
+      const payload = JSON.parse(request.body);
+      expect(validate(operation.requestBody.content['application/json']?.schema, payload).errors).toEqual([]);
+      expect(payload.data).toEqual({});
+      expect(() => new StandardWebhook(hook.secret).verify(request.body, request.headers)).not.toThrow();
+    }
+    expect(requests.map((r) => JSON.parse(r.body).type)).toEqual(['webhook.test', 'nft.minted']);
+
+    for (const method of ['GET', 'PUT', 'DELETE', 'HEAD']) {
+      const res = await SELF.fetch(`${ORIGIN}${TEST_EVENT_PATH}`, { method, headers: bearer(token) });
+      expect(res.status, `${method} ${TEST_EVENT_PATH}`).toBe(405);
+      if (method === 'HEAD') {
+        expect(res.headers.get('allow')).toBe(documentedMethods(TEST_EVENT_PATH));
+        await res.arrayBuffer();
+      } else {
+        await expectDocumented(res, 'other-method', TEST_EVENT_PATH);
+      }
+    }
+    await expectDocumented(await SELF.fetch(`${ORIGIN}${TEST_EVENT_PATH}/`), 'unknown-path');
+  });
+
+  it('documents every reply of recovering deliveries; a recovered delivery is attempted again', async () => {
+    vi.spyOn(console, 'error').mockImplementation(() => {});
+    const token = await tokenFor('app-v');
+    const limited = { ...env, APP_RATE_LIMITER: { limit: async () => ({ success: false }) } };
+    const register = async (url: string) =>
+      (
+        await expectValue<Webhook>(
+          await fetchWith({}, postTo(PATH, bearer(token), JSON.stringify({ url: `https://hooks.example.com/${url}` }))),
+          201,
+        )
+      ).value.webhook_id;
+    const hook = await register('recover');
+    const gone = await register('recover-gone');
+    const off = await insertWebhook('app-v', { enabled: false });
+    const foreign = await insertWebhook('app-w');
+
+    // `recover-gone` answers 410 until it is fixed: its delivery fails, and the service disables it.
+    const published = fakeQueue();
+    await expectValue(
+      await fetchAndWait(
+        { DELIVERIES: published.binding },
+        eventRequest({ app_id: 'app-v', type: 'nft.minted', data: {} }, bearer(await platformToken())),
+      ),
+      202,
+    );
+    let fixed = false;
+    receiver((req) => new Response(null, { status: req.url.endsWith('/recover-gone') && !fixed ? 410 : 204 }));
+    await consume(DELIVERIES_QUEUE, published.sent);
+    const failed = (await env.DB.prepare(
+      `SELECT CAST(delivery_id AS TEXT) AS id FROM deliveries WHERE webhook_id = ?1 AND status = 'failed'`,
+    )
+      .bind(String(gone))
+      .first<string>('id')) as string;
+    expect(failed).not.toBeNull();
+
+    const queue = fakeQueue();
+    const send = (overrides: Record<string, unknown>, headers: Record<string, string>, body: unknown, type?: string) =>
+      fetchAndWait(
+        { DELIVERIES: queue.binding, ...overrides },
+        postTo(RECOVER_PATH, headers, typeof body === 'string' ? body : JSON.stringify(body), type),
+      );
+    const at = (msFromNow: number) => new Date(Date.now() + msFromNow).toISOString();
+    const hour = 3_600_000;
+    const failures: [string, () => Promise<Response>][] = [
+      ['400', () => send({}, bearer(token), { webhook_id: gone, since: 'yesterday' })],
+      ['400 no zone', () => send({}, bearer(token), { webhook_id: gone, since: at(-hour).slice(0, 19) })],
+      ['400 missing since', () => send({}, bearer(token), { webhook_id: gone })],
+      ['400 future', () => send({}, bearer(token), { webhook_id: gone, since: at(hour) })],
+      ['400 too old', () => send({}, bearer(token), { webhook_id: gone, since: at(-31 * 24 * hour) })],
+      ['400 until', () => send({}, bearer(token), { webhook_id: gone, since: at(-hour), until: at(-2 * hour) })],
+      ['400 JSON', () => send({}, bearer(token), '{"webhook_id":')],
+      ['401', () => send({}, {}, { webhook_id: gone, since: at(-hour) })],
+      ['401 invalid_token', () => send({}, bearer('a.b.c'), { webhook_id: gone, since: at(-hour) })],
+      ['404', () => send({}, bearer(token), { webhook_id: foreign, since: at(-hour) })],
+      ['409', () => send({}, bearer(token), { webhook_id: off, since: at(-hour) })],
+      ['409 disabled by its 410', () => send({}, bearer(token), { webhook_id: gone, since: at(-hour) })],
+      ['413', () => send({}, bearer(token), sizedBody(MAX_BODY_BYTES + 1, { webhook_id: gone, since: at(-hour) }))],
+      ['415', () => send({}, bearer(token), { webhook_id: gone, since: at(-hour) }, 'text/plain')],
+      ['429', () => send(limited, bearer(token), { webhook_id: gone, since: at(-hour) })],
+      ['500', () => send({ DB: broken() }, bearer(token), { webhook_id: hook, since: at(-hour) })],
+      [
+        '500 configuration',
+        () => send({ DELIVERY_RETENTION_DAYS: 'a month' }, bearer(token), { webhook_id: hook, since: at(-hour) }),
+      ],
+      ['503', () => send({ DB: overloaded() }, bearer(token), { webhook_id: hook, since: at(-hour) })],
+    ];
+    const bookmarked = ['202', '404', '409', '500', '503'];
+    await expectEachDocumented('post', RECOVER_PATH, failures, bookmarked);
+    expect(queue.sent).toEqual([]);
+
+    // Enabled again, the webhook has its failed delivery recovered.
+    await expectDocumented(
+      await fetchWith({}, putRequest(bearer(token), JSON.stringify({ webhook_id: gone, is_enabled: true }))),
+      'put',
+    );
+    const values = await expectEachDocumented(
+      'post',
+      RECOVER_PATH,
+      [
+        ['202', () => send({}, bearer(token), { webhook_id: gone, since: at(-hour) })],
+        [
+          '202 none, string id and a window',
+          () => send({}, bearer(token), { webhook_id: String(hook), since: at(-hour), until: at(hour) }),
+        ],
+      ],
+      bookmarked,
+    );
+    expect(values.get('202')).toEqual({ deliveries: 1 });
+    expect(values.get('202 none, string id and a window')).toEqual({ deliveries: 0 });
+    expect(queue.sent).toEqual([{ delivery_id: failed }]);
+    const state = () =>
+      env.DB.prepare('SELECT status, attempts, schedule_start FROM deliveries WHERE delivery_id = ?1')
+        .bind(failed)
+        .first();
+    expect(await state()).toEqual({ status: 'pending', attempts: 1, schedule_start: 1 });
+    fixed = true;
+    await consume(DELIVERIES_QUEUE, queue.sent);
+    expect(await state()).toEqual({ status: 'succeeded', attempts: 2, schedule_start: 1 });
+
+    for (const method of ['GET', 'PUT', 'DELETE', 'HEAD']) {
+      const res = await SELF.fetch(`${ORIGIN}${RECOVER_PATH}`, { method, headers: bearer(token) });
+      expect(res.status, `${method} ${RECOVER_PATH}`).toBe(405);
+      if (method === 'HEAD') {
+        expect(res.headers.get('allow')).toBe(documentedMethods(RECOVER_PATH));
+        await res.arrayBuffer();
+      } else {
+        await expectDocumented(res, 'other-method', RECOVER_PATH);
+      }
+    }
+    await expectDocumented(await SELF.fetch(`${ORIGIN}${RECOVER_PATH}/`), 'unknown-path');
   });
 
   /**
@@ -438,6 +917,13 @@ describe('docs/openapi.json', () => {
       '{"webhook_id": 7.5}',
       '{"webhook_id": "7.5"}',
       '{"webhook_id": "+7"}',
+      '{"webhook_id": "007"}',
+      `{"webhook_id": "${'0'.repeat(63)}7"}`,
+      `{"webhook_id": "${'0'.repeat(64)}7"}`,
+      '{"webhook_id": "0"}',
+      '{"webhook_id": "000"}',
+      '{"webhook_id": "9223372036854775807"}',
+      '{"webhook_id": "99999999999999999999"}',
       '{"webhook_id": true}',
       '{"webhook_id": null}',
       '{"webhook_id": {}}',
@@ -494,6 +980,9 @@ describe('docs/openapi.json', () => {
       event({ id: 'evt-1_A', data: { nested: { list: [1, 2.5, null, 'x'] } }, extra: [1] }),
       event({ app_id: 'a'.repeat(255), type: `${'A_z.9'.repeat(12)}abcd`, id: 'a'.repeat(64) }),
       event({ app_id: 'ä👍' }),
+      // Characters, not UTF-16 units: 255 emoji are 510 units.
+      event({ app_id: '👍'.repeat(255) }),
+      event({ app_id: '👍'.repeat(256) }),
       event({}, 'app_id'),
       event({ app_id: '' }),
       event({ app_id: 'a'.repeat(256) }),
@@ -521,6 +1010,115 @@ describe('docs/openapi.json', () => {
     ]);
   });
 
+  it("its rotation schema accepts and refuses the bodies the Worker's rotation does", async () => {
+    const id = await insertWebhook('app-rotate-schema');
+    await expectSchemaAgrees('POST', SECRET_PATH, await tokenFor('app-rotate-schema'), [
+      `{"webhook_id": ${id}}`,
+      `{"webhook_id": "${id}"}`,
+      `{"webhook_id": "00${id}", "extra": [1]}`,
+      '{"webhook_id": 7}',
+      '{"webhook_id": 7.5}',
+      '{"webhook_id": "7.5"}',
+      '{"webhook_id": "x"}',
+      '{"webhook_id": true}',
+      '{"webhook_id": null}',
+      '{"webhook_id": 0}',
+      '{"webhook_id": "0"}',
+      '{"webhook_id": -7}',
+      '{}',
+      '[7]',
+      '"7"',
+      'null',
+    ]);
+  });
+
+  it("its test event schema accepts and refuses the bodies the Worker's test events do", async () => {
+    const id = await insertWebhook('app-test-schema');
+    const off = await insertWebhook('app-test-schema', { enabled: false, url: 'https://hooks.example.com/off' });
+    await expectSchemaAgrees('POST', TEST_EVENT_PATH, await tokenFor('app-test-schema'), [
+      `{"webhook_id": ${id}}`,
+      `{"webhook_id": "${id}", "type": "nft.minted"}`,
+      `{"webhook_id": ${id}, "type": "${'A_z.9'.repeat(12)}abcd", "extra": [1]}`,
+      `{"webhook_id": ${off}}`,
+      '{"webhook_id": 7}',
+      `{"webhook_id": ${id}, "type": null}`,
+      `{"webhook_id": ${id}, "type": ""}`,
+      `{"webhook_id": ${id}, "type": "${'a'.repeat(65)}"}`,
+      `{"webhook_id": ${id}, "type": "nft minted"}`,
+      `{"webhook_id": ${id}, "type": "nft-minted"}`,
+      `{"webhook_id": ${id}, "type": "nft.minted\\n"}`,
+      `{"webhook_id": ${id}, "type": 5}`,
+      `{"webhook_id": ${id}, "type": ["nft.minted"]}`,
+      '{"webhook_id": 7.5}',
+      '{"webhook_id": "0"}',
+      '{"webhook_id": null}',
+      '{"type": "nft.minted"}',
+      '[7]',
+      'null',
+    ]);
+  });
+
+  it("its recovery schema accepts and refuses the bodies the Worker's recovery does", async () => {
+    const id = await insertWebhook('app-recover-schema');
+    const off = await insertWebhook('app-recover-schema', { enabled: false, url: 'https://hooks.example.com/off' });
+    const hour = 3_600_000;
+    const base = Date.now() - 2 * hour;
+    const iso = new Date(base).toISOString();
+    /** The instant `base` at an offset of `minutes` (+ or -), written with or without its colon. */
+    const offset = (minutes: number, colon = true) => {
+      const sign = minutes < 0 ? '-' : '+';
+      const hh = String(Math.floor(Math.abs(minutes) / 60)).padStart(2, '0');
+      const mm = String(Math.abs(minutes) % 60).padStart(2, '0');
+      return `${new Date(base + minutes * 60_000).toISOString().slice(0, 19)}${sign}${hh}${colon ? ':' : ''}${mm}`;
+    };
+    const date = iso.slice(0, 10);
+    const yesterday = new Date(Date.now() - 24 * hour).toISOString().slice(0, 10);
+    const body = (fields: Record<string, unknown>) => JSON.stringify({ webhook_id: id, ...fields });
+    await expectSchemaAgrees('POST', RECOVER_PATH, await tokenFor('app-recover-schema'), [
+      body({ since: iso }),
+      body({ webhook_id: String(id), since: iso, until: new Date().toISOString(), extra: [1] }),
+      body({ since: iso, until: new Date(Date.now() + 24 * hour).toISOString() }),
+      body({ since: iso.replace('T', 't').replace('Z', 'z') }),
+      body({ since: `${iso.slice(0, 16)}Z` }),
+      body({ since: iso.replace('Z', '123456Z') }),
+      body({ since: offset(60) }),
+      body({ since: offset(60, false) }),
+      body({ since: offset(-330) }),
+      body({ since: offset(23 * 60 + 59) }),
+      body({ since: `${yesterday}T24:00Z` }),
+      body({ since: `${yesterday}T24:00:00.000Z` }),
+      body({ webhook_id: off, since: iso }),
+      body({ webhook_id: 7, since: iso }),
+      body({}),
+      body({ since: null }),
+      body({ since: 5 }),
+      body({ since: 'yesterday' }),
+      body({ since: date }),
+      body({ since: iso.slice(0, 19) }),
+      body({ since: iso.replace('T', ' ') }),
+      body({ since: iso.replace('Z', '1234567Z') }),
+      body({ since: iso.replace(/\.\d+Z$/, '.Z') }),
+      body({ since: `${date}T25:00Z` }),
+      body({ since: `${date}T10:60Z` }),
+      body({ since: `${date}T10:00:60Z` }),
+      body({ since: `${yesterday}T24:00:01Z` }),
+      body({ since: `${yesterday}T24:00:00.5Z` }),
+      body({ since: `${date.slice(0, 4)}-13-01T00:00Z` }),
+      body({ since: `${date.slice(0, 8)}32T00:00Z` }),
+      body({ since: `${date.slice(0, 8)}00T00:00Z` }),
+      body({ since: `${iso.slice(0, 19)}+24:00` }),
+      body({ since: `${iso.slice(0, 19)}+01:60` }),
+      body({ since: iso, until: null }),
+      body({ since: iso, until: 5 }),
+      body({ since: iso, until: 'now' }),
+      body({ webhook_id: '0', since: iso }),
+      body({ webhook_id: null, since: iso }),
+      JSON.stringify({ since: iso }),
+      '[]',
+      'null',
+    ]);
+  });
+
   it('names every code with the message the Worker sends', async () => {
     const schemas = doc.components.schemas as Record<
       string,
@@ -539,6 +1137,7 @@ describe('docs/openapi.json', () => {
   });
 
   it("documents every method of each path, and gives each operation's failures its code", () => {
+    expect(Object.keys(paths)).toEqual([PATH, SECRET_PATH, DELIVERY_PATH, TEST_EVENT_PATH, RECOVER_PATH, EVENT_PATH]);
     for (const [path, methods] of Object.entries(paths)) {
       expect(documentedMethods(path), path).toBe(allowedMethods(path));
       for (const [method, operation] of Object.entries(methods) as [Method, { responses: Node }][]) {
