@@ -63,7 +63,8 @@ CREATE INDEX events_by_age ON events (created_at);
 -- One event to one webhook. Written in the same batch as its event; the queue only carries its id
 -- and its queue generation: queue_gen goes up whenever the delivery is queued anew (the Cron
 -- Trigger's requeue, a recovery), and a message of an older generation is dropped, so copies
--- never multiply. schedule_start: the attempts made before the retry schedule last (re)started.
+-- never multiply. schedule_start: the attempts made before the retry schedule last (re)started;
+-- recovery_id: the request that did that (so a retried recovery finds what it recovered).
 CREATE TABLE deliveries (
   delivery_id     INTEGER PRIMARY KEY AUTOINCREMENT,
   event_id        TEXT    NOT NULL,
@@ -74,6 +75,7 @@ CREATE TABLE deliveries (
   attempts        INTEGER NOT NULL DEFAULT 0,
   schedule_start  INTEGER NOT NULL DEFAULT 0,
   queue_gen       INTEGER NOT NULL DEFAULT 0,
+  recovery_id     TEXT,
   next_attempt_at TEXT,
   last_attempt_at TEXT,
   last_status     INTEGER,

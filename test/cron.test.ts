@@ -49,7 +49,8 @@ describe('the Cron Trigger: lost messages', () => {
     ]);
     const queue = fakeQueue();
     await runCron({ DELIVERIES: queue.binding });
-    expect(queue.sent).toEqual([{ delivery_id: lost }]);
+    // In a new queue generation: the lost message, should it turn up, is dropped.
+    expect(queue.sent).toEqual([{ delivery_id: lost, gen: 1 }]);
     // Marked due now: the next run does not queue it again before it is overdue once more.
     const next = await env.DB.prepare('SELECT next_attempt_at FROM deliveries WHERE delivery_id = ?1')
       .bind(lost)
@@ -59,7 +60,10 @@ describe('the Cron Trigger: lost messages', () => {
     expect(queue.sent).toHaveLength(1);
     // A shorter setting finds the other late one.
     await runCron({ DELIVERIES: queue.binding, DELIVERY_REQUEUE_AFTER_SECONDS: '60' });
-    expect(queue.sent).toEqual([{ delivery_id: lost }, { delivery_id: late }]);
+    expect(queue.sent).toEqual([
+      { delivery_id: lost, gen: 1 },
+      { delivery_id: late, gen: 1 },
+    ]);
     expect([due, succeeded, failed, cancelled]).toHaveLength(4);
   });
 
@@ -101,6 +105,11 @@ describe('the Cron Trigger: retention', () => {
       [{ status: 'succeeded', next: null, created: daysAgo(29) }],
       'recent-event',
     );
+    // Old but still pending (recovered late in its life): kept until it ends, with its event.
+    const [stillPending] = await insertDeliveries(
+      [{ status: 'pending', next: minutesAgo(-60), created: daysAgo(40) }],
+      'old-pending',
+    );
     await env.DB.prepare(
       `INSERT INTO delivery_attempts (delivery_id, attempt, attempted_at, status, duration_ms) VALUES (?1, 1, ?2, 200, 1)`,
     )
@@ -110,9 +119,13 @@ describe('the Cron Trigger: retention', () => {
     await runCron();
 
     const count = (table: string) => env.DB.prepare(`SELECT COUNT(*) AS n FROM ${table}`).first<number>('n');
-    expect(await count('events')).toBe(1);
-    expect(await count('deliveries')).toBe(1);
+    expect(await count('events')).toBe(2);
+    expect(await count('deliveries')).toBe(2);
     expect(await count('delivery_attempts')).toBe(1);
-    expect(await env.DB.prepare('SELECT event_id FROM events').first('event_id')).toBe('recent-event');
+    const events = await env.DB.prepare('SELECT event_id FROM events ORDER BY event_id').all();
+    expect(events.results).toEqual([{ event_id: 'old-pending' }, { event_id: 'recent-event' }]);
+    expect(
+      await env.DB.prepare('SELECT status FROM deliveries WHERE delivery_id = ?1').bind(stillPending).first('status'),
+    ).toBe('pending');
   });
 });

@@ -525,3 +525,69 @@ describe('the deliveries consumer: batches', () => {
     expect(error.mock.calls.some((c) => String(c[0]).includes('DELIVERY_RETRY_SCHEDULE'))).toBe(true);
   });
 });
+
+describe('the deliveries consumer: copies of a message', () => {
+  it('drops a message of an older queue generation without a request, and carries on with the current one', async () => {
+    const app = freshApp();
+    await register(app);
+    const { deliveryIds } = await publish(app);
+    const id = deliveryIds[0]!;
+    // The Cron Trigger queued it again (generation 1): the first message, turning up late, is a copy.
+    await env.DB.prepare('UPDATE deliveries SET queue_gen = 1 WHERE delivery_id = ?1').bind(id).run();
+    const { requests } = receiver(() => new Response(null, { status: 500 }));
+    const stale = await consume(DELIVERIES_QUEUE, [{ delivery_id: id }]);
+    expect(requests).toHaveLength(0);
+    expect(stale.result.explicitAcks).toEqual(stale.ids);
+    expect(stale.retries).toEqual({});
+    const live = await consume(DELIVERIES_QUEUE, [
+      { delivery_id: id, gen: 0 },
+      { delivery_id: id, gen: 1 },
+    ]);
+    expect(requests).toHaveLength(1);
+    // The current one is put back for the next attempt; the copy is acknowledged.
+    expect(live.retries).toEqual({ [live.ids[1]!]: 5 });
+    expect(live.result.explicitAcks).toEqual([live.ids[0]]);
+  });
+
+  it('writes one audit record when several deliveries of one webhook get 410 in a batch', async () => {
+    const app = freshApp();
+    const hook = await register(app);
+    const a = await publish(app);
+    const b = await publish(app);
+    receiver(() => new Response(null, { status: 410 }));
+    await deliver([...a.deliveryIds, ...b.deliveryIds]);
+    const disables = (await auditRows(hook.id)).filter((r) => r.action === 'disable');
+    expect(disables).toHaveLength(1);
+    expect(disables[0]?.actor).toBe('system');
+  });
+
+  it('starts the failure clock afresh when the application enables the webhook again', async () => {
+    const app = freshApp();
+    const hook = await register(app);
+    const headers = bearer(await tokenFor(app));
+    await env.DB.prepare('UPDATE webhooks SET is_enabled = 0, failing_since = ?2 WHERE webhook_id = ?1')
+      .bind(hook.id, hoursAgo(200))
+      .run();
+    expect((await put({ webhook_id: hook.id, is_enabled: true }, headers)).status).toBe(200);
+    expect(await hookRow(hook.id)).toMatchObject({ is_enabled: 1, failing_since: null });
+    receiver(() => new Response(null, { status: 500 }));
+    await deliver((await publish(app)).deliveryIds);
+    // One failure after re-enabling does not disable it again.
+    expect((await hookRow(hook.id))?.is_enabled).toBe(1);
+  });
+
+  it('records one failed attempt when something unexpected breaks it, and still records the others', async () => {
+    vi.spyOn(console, 'error').mockImplementation(() => {});
+    const app = freshApp();
+    await register(app);
+    await register(app, { url: `https://${app}.example.com/second` });
+    const { deliveryIds } = await publish(app);
+    receiver((req) => {
+      if (req.url.endsWith('/second')) throw new TypeError('unexpected');
+      return new Response('ok');
+    });
+    await deliver(deliveryIds);
+    const states = await Promise.all(deliveryIds.map((id) => delivery(id)));
+    expect(states.map((s) => s?.status).sort()).toEqual(['pending', 'succeeded']);
+  });
+});

@@ -287,3 +287,26 @@ describe('the events queue', () => {
     expect((await stored(app)).events).toEqual([]);
   });
 });
+
+describe('event bodies, more', () => {
+  it('refuses data that is a number, however it is spelled', async () => {
+    for (const data of ['1', '1.0', '1e400', '"x"', 'true']) {
+      const { res } = await publish(`{"app_id":"a","type":"NEW_NFT","data":${data}}`);
+      await expectEventFail(res, 400);
+    }
+  });
+
+  it('reads a queue message sent as JSON text like an HTTP body: exact digits, depth limit', async () => {
+    const warn = vi.spyOn(console, 'warn').mockImplementation(() => {});
+    const app = freshApp();
+    await insertWebhook(app);
+    const queue = fakeQueue();
+    const text = `{"app_id":"${app}","type":"NEW_NFT","data":{"big":123456789012345678901234567890}}`;
+    const deep = `{"app_id":"${app}","type":"NEW_NFT","data":${'['.repeat(2600)}${']'.repeat(2600)}}`;
+    await consume(EVENTS_QUEUE, [text, deep], { DELIVERIES: queue.binding });
+    const { events } = await stored(app);
+    expect(events).toHaveLength(1);
+    expect(events[0]?.payload).toContain('"data":{"big":123456789012345678901234567890}');
+    expect(warn.mock.calls.map((c) => JSON.parse(String(c[0])).reason)).toEqual(['body nested too deeply']);
+  });
+});

@@ -861,7 +861,7 @@ describe('docs/openapi.json', () => {
     );
     expect(values.get('202')).toEqual({ deliveries: 1 });
     expect(values.get('202 none, string id and a window')).toEqual({ deliveries: 0 });
-    expect(queue.sent).toEqual([{ delivery_id: failed }]);
+    expect(queue.sent).toEqual([{ delivery_id: failed, gen: 1 }]);
     const state = () =>
       env.DB.prepare('SELECT status, attempts, schedule_start FROM deliveries WHERE delivery_id = ?1')
         .bind(failed)

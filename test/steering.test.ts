@@ -1,10 +1,13 @@
 import { env } from 'cloudflare:test';
 import { Webhook as StandardWebhook } from 'standardwebhooks';
 import { afterEach, describe, expect, it, vi } from 'vitest';
+import { recoverDeliveries } from '../src/deliveries/store';
 import {
   auditRows,
   bearer,
+  consume,
   countingDb,
+  DELIVERIES_QUEUE,
   deliver,
   expectEnvelope,
   expectValue,
@@ -392,7 +395,10 @@ describe('POST /v1.0/app/nft/webhook/recover', () => {
     );
     const { value } = await expectValue<{ deliveries: number }>(res, 202);
     expect(value).toEqual({ deliveries: 2 });
-    expect(sent.map((m) => m.delivery_id).sort()).toEqual([...inside].sort());
+    // In a new queue generation: any old message of theirs is dropped.
+    expect(sent.sort((a, b) => Number(a.delivery_id) - Number(b.delivery_id))).toEqual(
+      inside.map((delivery_id) => ({ delivery_id, gen: 1 })),
+    );
     const states = await env.DB.prepare(
       'SELECT CAST(delivery_id AS TEXT) AS id, status, attempts, schedule_start FROM deliveries WHERE webhook_id = ?1 ORDER BY delivery_id',
     )
@@ -407,7 +413,7 @@ describe('POST /v1.0/app/nft/webhook/recover', () => {
     ]);
     // Attempts keep counting; the schedule starts again from its first delay.
     receiver(() => new Response(null, { status: 500 }));
-    const { retries } = await deliver([inside[0]!]);
+    const { retries } = await consume(DELIVERIES_QUEUE, [{ delivery_id: inside[0], gen: 1 }]);
     expect(Object.values(retries)).toEqual([5]);
     expect(
       await env.DB.prepare('SELECT attempts FROM deliveries WHERE delivery_id = ?1').bind(inside[0]).first('attempts'),
@@ -426,10 +432,10 @@ describe('POST /v1.0/app/nft/webhook/recover', () => {
     const headers = bearer(await tokenFor(app));
     const first = await postJson('recover', { webhook_id: hook.id, since: await at(a!), until: await at(b!) }, headers);
     expect((await expectValue<{ deliveries: number }>(first.res, 202)).value).toEqual({ deliveries: 1 });
-    expect(first.sent).toEqual([{ delivery_id: a }]);
+    expect(first.sent).toEqual([{ delivery_id: a, gen: 1 }]);
     const rest = await postJson('recover', { webhook_id: hook.id, since: ago(120) }, headers);
     expect((await expectValue<{ deliveries: number }>(rest.res, 202)).value).toEqual({ deliveries: 1 });
-    expect(rest.sent).toEqual([{ delivery_id: b }]);
+    expect(rest.sent).toEqual([{ delivery_id: b, gen: 1 }]);
   });
 
   it('never queues a delivery twice when recoveries race', async () => {
@@ -519,5 +525,29 @@ describe('the steering paths', () => {
     // A bad token is refused before the limiter is asked.
     const unauth = await readLog('bad', bearer('nope'), limited);
     await expectEnvelope(unauth, 401, 20004, 'Invalid jwt token');
+  });
+});
+
+describe('recoverDeliveries (the store)', () => {
+  it('finds what it recovered when its batch runs again after committing', async () => {
+    const app = freshApp();
+    const hook = await register(app);
+    const ids = await publish(app);
+    await env.DB.prepare(
+      `UPDATE deliveries SET status = 'failed', attempts = 3, next_attempt_at = NULL WHERE delivery_id = ?1`,
+    )
+      .bind(ids[0])
+      .run();
+    const window = [new Date(Date.now() - 3_600_000).toISOString(), new Date(Date.now() + 1000).toISOString()] as const;
+    const now = new Date().toISOString();
+    const first = await recoverDeliveries(env.DB, hook.id, app, ...window, now, 'recovery-1');
+    const again = await recoverDeliveries(env.DB, hook.id, app, ...window, now, 'recovery-1');
+    expect(first).toEqual({ outcome: 'recovered', deliveries: [{ id: ids[0], gen: 1 }] });
+    expect(again).toEqual(first);
+    // Another request recovers nothing more.
+    expect(await recoverDeliveries(env.DB, hook.id, app, ...window, now, 'recovery-2')).toEqual({
+      outcome: 'recovered',
+      deliveries: [],
+    });
   });
 });

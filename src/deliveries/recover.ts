@@ -38,8 +38,10 @@ export async function recover(c: Context<AppEnv>): Promise<Response> {
   if (until <= since) throw badInput('until must be after since');
   c.set('webhookId', webhookId);
   const iso = (ms: number) => new Date(ms).toISOString();
+  // One id for this request's write, the same in every retry of its batch.
+  const recoveryId = crypto.randomUUID();
   const result = await withD1(c, 'first-primary', (db) =>
-    recoverDeliveries(db, webhookId, c.get('appId'), iso(since), iso(until), iso(now)),
+    recoverDeliveries(db, webhookId, c.get('appId'), iso(since), iso(until), iso(now), recoveryId),
   );
   if (result.outcome === 'missing') throw notFound();
   if (result.outcome === 'disabled') throw conflict('the webhook is disabled');

@@ -430,8 +430,9 @@ export type RecoverOutcome =
 
 /**
  * Makes every `failed` delivery of the application's webhook created in [since, until) pending
- * again, due now, with the retry schedule starting over (attempts keep counting). One statement
- * does it, so two racing recoveries never take the same delivery. Only for an enabled webhook.
+ * again, due now, with the retry schedule starting over (attempts keep counting), marked with
+ * `recoveryId` (the same in every retry of the request's batch). One statement does it, so two
+ * racing recoveries never take the same delivery. Only for an enabled webhook.
  */
 export async function recoverDeliveries(
   db: Db,
@@ -440,25 +441,27 @@ export async function recoverDeliveries(
   since: string,
   until: string,
   now: string,
+  recoveryId: string,
 ): Promise<RecoverOutcome> {
   const window = 'webhook_id = CAST(?1 AS INTEGER) AND app_id = ?2 AND created_at >= ?3 AND created_at < ?4';
   const [, recovered, facts] = await db.batch<Record<string, unknown>>([
     db
       .prepare(
         `UPDATE deliveries
-         SET status = 'pending', schedule_start = attempts, next_attempt_at = ?5, queue_gen = queue_gen + 1
+         SET status = 'pending', schedule_start = attempts, next_attempt_at = ?5, queue_gen = queue_gen + 1,
+           recovery_id = ?6
          WHERE ${window} AND status = 'failed' AND EXISTS (${OWNED_WEBHOOK} AND is_enabled = 1)`,
       )
-      .bind(webhookId, appId, since, until, now),
-    // What this recovery made pending, found again should a retry of this batch run after its
-    // first attempt committed: due at this request's own \`now\`, its schedule just restarted.
+      .bind(webhookId, appId, since, until, now, recoveryId),
+    // What this recovery made pending (found again should a retry of this batch run after its
+    // first attempt committed) and that no attempt has taken since.
     db
       .prepare(
         `SELECT CAST(delivery_id AS TEXT) AS id, queue_gen AS gen FROM deliveries
-         WHERE ${window} AND status = 'pending' AND next_attempt_at = ?5 AND schedule_start = attempts
-           AND attempts > 0`,
+         WHERE webhook_id = CAST(?1 AS INTEGER) AND recovery_id = ?2 AND status = 'pending'
+           AND schedule_start = attempts`,
       )
-      .bind(webhookId, appId, since, until, now),
+      .bind(webhookId, recoveryId),
     db
       .prepare(
         `SELECT (SELECT is_enabled FROM webhooks WHERE webhook_id = CAST(?1 AS INTEGER) AND app_id = ?2) AS enabled`,

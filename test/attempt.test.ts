@@ -1,0 +1,48 @@
+import { describe, expect, it } from 'vitest';
+import { KEPT_BODY_BYTES, keptText, retryAfterSeconds } from '../src/deliveries/attempt';
+import { parseSchedule } from '../src/deliveries/config';
+
+const bytesOf = (text: string) => new TextEncoder().encode(text).byteLength;
+
+describe('keptText', () => {
+  it('keeps at most 1 KiB of UTF-8, dropping a character cut in two at the end', () => {
+    const body = new TextEncoder().encode(`a${'é'.repeat(600)}`);
+    const text = keptText(body);
+    expect(text).toBe(`a${'é'.repeat(511)}`);
+    expect(bytesOf(text)).toBe(1023);
+  });
+
+  it('replaces invalid bytes and never goes past 1 KiB although each replacement takes three', () => {
+    const text = keptText(new Uint8Array(2000).fill(0xff));
+    expect(text).toBe('\ufffd'.repeat(341));
+    expect(bytesOf(text)).toBeLessThanOrEqual(KEPT_BODY_BYTES);
+  });
+
+  it('keeps a short body whole', () => {
+    expect(keptText(new TextEncoder().encode('thanks 🎉'))).toBe('thanks 🎉');
+  });
+});
+
+describe('retryAfterSeconds', () => {
+  it('reads seconds and HTTP dates, and nothing else', () => {
+    const now = Date.parse('2026-11-23T12:00:00Z');
+    expect(retryAfterSeconds('120', now)).toBe(120);
+    expect(retryAfterSeconds(' 7 ', now)).toBe(7);
+    expect(retryAfterSeconds('Mon, 23 Nov 2026 12:10:00 GMT', now)).toBe(600);
+    expect(retryAfterSeconds('Mon, 23 Nov 2026 11:00:00 GMT', now)).toBe(0);
+    expect(retryAfterSeconds('-5', now)).toBeNull();
+    expect(retryAfterSeconds('soon', now)).toBeNull();
+    expect(retryAfterSeconds(null, now)).toBeNull();
+  });
+});
+
+describe('parseSchedule', () => {
+  it('reads durations in s, m and h', () => {
+    expect(parseSchedule('5s 5m 30m 2h 5h 10h 10h')).toEqual([5, 300, 1800, 7200, 18000, 36000, 36000]);
+    expect(parseSchedule(' 1s  12h ')).toEqual([1, 43200]);
+  });
+
+  it.each(['13h', '5', '5d', '1.5h', '-1s', Array.from({ length: 51 }, () => '1s').join(' ')])('refuses %s', (text) => {
+    expect(() => parseSchedule(text)).toThrow(expect.objectContaining({ setting: 'DELIVERY_RETRY_SCHEDULE' }));
+  });
+});
