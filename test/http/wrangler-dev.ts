@@ -1,7 +1,10 @@
 // Global setup of the `http` test project: the real Worker under `wrangler dev`, on a free
 // loopback port, with a local D1 of its own (in a temporary folder) made by the real migrations
-// and seeded like `npm start`'s. Everything it starts is stopped in teardown.
-import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+// and seeded like `npm start`'s, its local queues and its Cron Trigger (run on request). Webhooks
+// may point at two local receivers: one a test starts on `receiverPort` (free, chosen here, before
+// wrangler starts), and the README's `npm run receiver` on 8790. Everything it starts is stopped in
+// teardown.
+import { type ChildProcess, execFile, spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
@@ -19,10 +22,23 @@ declare module 'vitest' {
     persistTo: string;
     /** Where the Worker's output is written. */
     logFile: string;
+    /** A free loopback port whose origin webhooks may point at: a test's own receiver listens there. */
+    receiverPort: number;
   }
 }
 
 const root = new URL('../..', import.meta.url).pathname;
+
+/** The port of the README's receiver (`npm run receiver`), which the walkthrough test starts. */
+export const README_RECEIVER_PORT = 8790;
+
+/** The delivery settings of the Worker under test: short, so retries and timeouts happen within a test. */
+export const DELIVERY = {
+  /** Seconds to wait after failed attempt 1, 2, 3: four attempts at most. */
+  retrySchedule: '1s 1s 1s',
+  timeoutSeconds: 2,
+  requeueAfterSeconds: 5,
+} as const;
 
 const freePort = () =>
   new Promise<number>((resolve, reject) => {
@@ -46,6 +62,29 @@ export function wrangler(args: string[], cwd = root): string {
   return run.stdout;
 }
 
+/**
+ * Runs wrangler to completion without blocking this process: for a test whose own servers (a
+ * webhook receiver) must keep answering meanwhile.
+ */
+export function wranglerAsync(args: string[], cwd = root): Promise<string> {
+  return new Promise((resolve, reject) => {
+    execFile(
+      'npx',
+      ['--no-install', 'wrangler', ...args],
+      {
+        cwd,
+        encoding: 'utf8',
+        maxBuffer: 64 * 1024 * 1024,
+        env: { ...process.env, WRANGLER_SEND_METRICS: 'false', CI: 'true' },
+      },
+      (err, stdout, stderr) => {
+        if (err) reject(new Error(`wrangler ${args.join(' ')} failed:\n${stdout}\n${stderr}`));
+        else resolve(stdout);
+      },
+    ).stdin?.end();
+  });
+}
+
 let dev: ChildProcess | undefined;
 let folder: string | undefined;
 
@@ -53,6 +92,8 @@ export default async function setup(project: TestProject) {
   folder = mkdtempSync(join(tmpdir(), 'nft-webhook-http-'));
   const persistTo = join(folder, 'state');
   const secret = randomBytes(32).toString('base64url');
+  const receiverPort = await freePort();
+  const allowedOrigins = [receiverPort, README_RECEIVER_PORT].map((p) => `http://127.0.0.1:${p}`).join(' ');
   // Every setting is given here, so a developer's .dev.vars cannot change the tests.
   const envFile = join(folder, 'test.vars');
   writeFileSync(
@@ -64,6 +105,14 @@ export default async function setup(project: TestProject) {
       ),
       'JWT_APP_CLAIM=sub',
       'WEBHOOKS_PER_APP=',
+      `WEBHOOK_SECRET_KEY=${randomBytes(32).toString('base64')}`,
+      `WEBHOOK_URL_ALLOWED_ORIGINS="${allowedOrigins}"`,
+      `DELIVERY_RETRY_SCHEDULE="${DELIVERY.retrySchedule}"`,
+      `DELIVERY_TIMEOUT_SECONDS=${DELIVERY.timeoutSeconds}`,
+      `DELIVERY_REQUEUE_AFTER_SECONDS=${DELIVERY.requeueAfterSeconds}`,
+      // Empty: the Worker's defaults (120 hours, 30 days).
+      'AUTO_DISABLE_AFTER_HOURS=',
+      'DELIVERY_RETENTION_DAYS=',
       '',
     ].join('\n'),
   );
@@ -123,6 +172,7 @@ export default async function setup(project: TestProject) {
   project.provide('secret', secret);
   project.provide('persistTo', persistTo);
   project.provide('logFile', logFile);
+  project.provide('receiverPort', receiverPort);
   return teardown;
 }
 
