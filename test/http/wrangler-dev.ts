@@ -85,7 +85,99 @@ export function wranglerAsync(args: string[], cwd = root): Promise<string> {
   });
 }
 
-let dev: ChildProcess | undefined;
+/** A `wrangler dev` this process started, and how to stop it. */
+export interface Dev {
+  /** e.g. http://127.0.0.1:41234 */
+  baseUrl: string;
+  /** Stops its whole process group (wrangler and workerd): SIGTERM, then SIGKILL after 5 s. */
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts `wrangler dev` in `cwd` (its wrangler.toml) on a free loopback port, with the local state
+ * in `persistTo` and the settings of `envFile` only; resolves once it is ready. Its output goes to
+ * `logFile` when given.
+ */
+export async function startWranglerDev(options: {
+  cwd: string;
+  persistTo: string;
+  envFile: string;
+  logFile?: string;
+}): Promise<Dev> {
+  const port = await freePort();
+  const inspector = await freePort();
+  const child: ChildProcess = spawn(
+    'npx',
+    [
+      '--no-install',
+      'wrangler',
+      'dev',
+      '--ip',
+      '127.0.0.1',
+      '--port',
+      String(port),
+      '--inspector-port',
+      String(inspector),
+      '--persist-to',
+      options.persistTo,
+      '--env-file',
+      options.envFile,
+      '--show-interactive-dev-session=false',
+    ],
+    {
+      cwd: options.cwd,
+      stdio: ['ignore', 'pipe', 'pipe'],
+      // Its own process group, so stopping it stops wrangler and workerd together.
+      detached: true,
+      env: { ...process.env, WRANGLER_SEND_METRICS: 'false' },
+    },
+  );
+  /** Signals the whole process group, if it still runs. */
+  const signal = (name: NodeJS.Signals) => {
+    if (child.pid === undefined || child.exitCode !== null || child.signalCode !== null) return;
+    try {
+      process.kill(-child.pid, name);
+    } catch {
+      // The group is gone already.
+    }
+  };
+  // Should this process end without stopping it (killed, or its output pipe closed), wrangler dev
+  // goes with it.
+  const onExit = () => signal('SIGKILL');
+  process.once('exit', onExit);
+  const stop = async () => {
+    if (child.exitCode === null && child.signalCode === null) {
+      const exited = new Promise((resolve) => child.once('exit', resolve));
+      signal('SIGTERM');
+      await Promise.race([exited, new Promise((resolve) => setTimeout(resolve, 5000))]);
+      signal('SIGKILL');
+    }
+    process.off('exit', onExit);
+  };
+  let output = '';
+  try {
+    await new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`wrangler dev did not start:\n${output}`)), 60_000);
+      const watch = (chunk: Buffer) => {
+        output += chunk.toString();
+        if (options.logFile !== undefined) writeFileSync(options.logFile, output);
+        if (output.includes('Ready on')) {
+          clearTimeout(timer);
+          resolve();
+        }
+      };
+      child.stdout?.on('data', watch);
+      child.stderr?.on('data', watch);
+      child.once('exit', (code) => reject(new Error(`wrangler dev exited (${code}):\n${output}`)));
+    });
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+  return { baseUrl: `http://127.0.0.1:${port}`, stop };
+}
+
+let dev: Dev | undefined;
 let folder: string | undefined;
 
 export default async function setup(project: TestProject) {
@@ -119,56 +211,10 @@ export default async function setup(project: TestProject) {
   wrangler(['d1', 'migrations', 'apply', 'DB', '--local', '--persist-to', persistTo]);
   wrangler(['d1', 'execute', 'DB', '--local', '--persist-to', persistTo, '--file', 'scripts/seed.sql']);
 
-  const port = await freePort();
-  const inspector = await freePort();
   const logFile = join(folder, 'wrangler-dev.log');
-  dev = spawn(
-    'npx',
-    [
-      '--no-install',
-      'wrangler',
-      'dev',
-      '--ip',
-      '127.0.0.1',
-      '--port',
-      String(port),
-      '--inspector-port',
-      String(inspector),
-      '--persist-to',
-      persistTo,
-      '--env-file',
-      envFile,
-      '--show-interactive-dev-session=false',
-    ],
-    {
-      cwd: root,
-      stdio: ['ignore', 'pipe', 'pipe'],
-      // Its own process group, so teardown stops wrangler and workerd together.
-      detached: true,
-      env: { ...process.env, WRANGLER_SEND_METRICS: 'false' },
-    },
-  );
-  // Should this process end without teardown (killed, or its output pipe closed), wrangler dev
-  // goes with it.
-  process.once('exit', () => stop('SIGKILL'));
-  let output = '';
-  const ready = new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`wrangler dev did not start:\n${output}`)), 60_000);
-    const watch = (chunk: Buffer) => {
-      output += chunk.toString();
-      writeFileSync(logFile, output);
-      if (output.includes('Ready on')) {
-        clearTimeout(timer);
-        resolve();
-      }
-    };
-    dev?.stdout?.on('data', watch);
-    dev?.stderr?.on('data', watch);
-    dev?.once('exit', (code) => reject(new Error(`wrangler dev exited (${code}):\n${output}`)));
-  });
-  await ready;
+  dev = await startWranglerDev({ cwd: root, persistTo, envFile, logFile });
 
-  project.provide('baseUrl', `http://127.0.0.1:${port}`);
+  project.provide('baseUrl', dev.baseUrl);
   project.provide('secret', secret);
   project.provide('persistTo', persistTo);
   project.provide('logFile', logFile);
@@ -176,22 +222,7 @@ export default async function setup(project: TestProject) {
   return teardown;
 }
 
-/** Signals wrangler dev's whole process group, if it still runs. */
-function stop(signal: NodeJS.Signals) {
-  if (dev?.pid === undefined || dev.exitCode !== null) return;
-  try {
-    process.kill(-dev.pid, signal);
-  } catch {
-    // The group is gone already.
-  }
-}
-
 async function teardown() {
-  if (dev !== undefined && dev.exitCode === null) {
-    const exited = new Promise((resolve) => dev?.once('exit', resolve));
-    stop('SIGTERM');
-    await Promise.race([exited, new Promise((resolve) => setTimeout(resolve, 5000))]);
-    stop('SIGKILL');
-  }
+  await dev?.stop();
   if (folder !== undefined) rmSync(folder, { recursive: true, force: true });
 }
