@@ -59,9 +59,12 @@ export function connection() {
   return { send, sockets, close: () => agent.destroy() };
 }
 
-/** A token for `appId`, signed with the secret the Worker under test verifies with. */
-export const tokenFor = (appId: string) =>
-  new SignJWT({ sub: appId })
+/**
+ * A token for `appId`, signed with the secret the Worker under test verifies with; `scope`: its
+ * scope claim (a publisher's is `events:publish`).
+ */
+export const tokenFor = (appId: string, scope?: string) =>
+  new SignJWT({ sub: appId, ...(scope === undefined ? {} : { scope }) })
     .setProtectedHeader({ alg: 'HS256', typ: 'JWT' })
     .setIssuedAt()
     .setExpirationTime('10m')

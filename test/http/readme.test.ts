@@ -2,10 +2,17 @@
 // "## Walkthrough", against the `wrangler dev` of this project (its URL in place of
 // localhost:8787), each reply checked against the `# HTTP/...`, `# Header: value` and `# {...}`
 // lines shown under it (`…` stands for text that varies). Ids the server assigns replace the ones
-// the README shows.
-import { execFileSync } from 'node:child_process';
+// the README shows. Then its "### Deliveries" block: a webhook registered at the README's receiver,
+// `npm run receiver` started on port 8790 with its secret, an event published, and the receiver's
+// output checked against the lines the README shows.
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { describe, expect, inject, it } from 'vitest';
+import { createServer } from 'node:net';
+import { afterAll, describe, expect, inject, it } from 'vitest';
+import { until } from './receiver';
+import { README_RECEIVER_PORT } from './wrangler-dev';
+
+const readme = () => readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
 
 interface Step {
   command: string;
@@ -15,8 +22,8 @@ interface Step {
 }
 
 function walkthrough(): { tokenCommand: string; steps: Step[] } {
-  const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
-  const section = readme.slice(readme.indexOf('## Walkthrough'));
+  const text = readme();
+  const section = text.slice(text.indexOf('## Walkthrough'));
   const block = /```sh\n([\s\S]*?)```/.exec(section)?.[1];
   if (block === undefined) throw new Error('README: no sh block under ## Walkthrough');
   const lines = block.split('\n');
@@ -53,19 +60,80 @@ function expectShown(actual: string, shown: string) {
   }
 }
 
+/** Whether `line` is `shown` whole, each `…` standing for any text. */
+const isShownLine = (line: string, shown: string) =>
+  new RegExp(
+    `^${shown
+      .split('…')
+      .map((piece) => piece.replace(/[\\^$.*+?()[\]{}|/-]/g, '\\$&'))
+      .join('.*')}$`,
+  ).test(line);
+
+const root = new URL('../..', import.meta.url).pathname;
+/** What the README's commands need: `npm run token` signs with the secret of the Worker under test. */
+const env = () => ({
+  ...process.env,
+  JWT_SECRET: inject('secret'),
+  JWT_APP_CLAIM: 'sub',
+  JWT_ISSUER: '',
+  JWT_AUDIENCE: '',
+});
+/** Runs shell text in bash from the repository's root; its standard output. */
+const bash = (script: string, extra: Record<string, string> = {}) =>
+  execFileSync('bash', ['-c', script], { cwd: root, env: { ...env(), ...extra } }).toString();
+
+/** The sh block of "### Deliveries" in logical lines (continuations joined), and the output block after it. */
+function deliveriesSection() {
+  const text = readme();
+  const heading = '### Deliveries: from an event to your receiver';
+  const at = text.indexOf(heading);
+  if (at === -1) throw new Error(`README: no "${heading}"`);
+  const section = text.slice(at);
+  const sh = /```sh\n([\s\S]*?)```/.exec(section);
+  if (sh === null) throw new Error(`README: no sh block under ${heading}`);
+  const output = /^```\n([\s\S]*?)^```/m.exec(section.slice(sh.index + sh[0].length))?.[1];
+  if (output === undefined) throw new Error(`README: no output block after the sh block of ${heading}`);
+  const lines: string[] = [];
+  for (const line of (sh[1] as string).split('\n')) {
+    const last = lines.at(-1);
+    if (last?.endsWith('\\')) lines[lines.length - 1] = `${last}\n${line}`;
+    else if (line.trim() !== '') lines.push(line);
+  }
+  return { lines, shown: output.split('\n').filter((l) => l.trim() !== '') };
+}
+
+/** Whether something listens on 127.0.0.1:`port` (so a receiver could not). */
+const portBusy = (port: number) =>
+  new Promise<boolean>((resolve) => {
+    const probe = createServer();
+    probe.once('error', () => resolve(true));
+    probe.listen(port, '127.0.0.1', () => probe.close(() => resolve(false)));
+  });
+
+let receiver: ChildProcess | undefined;
+/** Stops the README's receiver: its whole process group (bash, npm, node). */
+async function stopReceiver() {
+  const child = receiver;
+  if (child?.pid === undefined || child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise((resolve) => child.once('exit', resolve));
+  const signal = (s: NodeJS.Signals) => {
+    try {
+      process.kill(-(child.pid as number), s);
+    } catch {
+      // The group is gone already.
+    }
+  };
+  signal('SIGTERM');
+  await Promise.race([exited, new Promise((resolve) => setTimeout(resolve, 3000))]);
+  signal('SIGKILL');
+}
+afterAll(stopReceiver);
+
 describe('the README walkthrough', () => {
   it('answers every curl call as the README shows', () => {
     const { tokenCommand, steps } = walkthrough();
     expect(steps.length).toBeGreaterThanOrEqual(8);
-    const root = new URL('../..', import.meta.url).pathname;
-    const env = {
-      ...process.env,
-      JWT_SECRET: inject('secret'),
-      JWT_APP_CLAIM: 'sub',
-      JWT_ISSUER: '',
-      JWT_AUDIENCE: '',
-    };
-    const token = execFileSync('bash', ['-c', `${tokenCommand} && printf %s "$TOKEN"`], { cwd: root, env }).toString();
+    const token = bash(`${tokenCommand} && printf %s "$TOKEN"`);
     expect(token).toMatch(/^[\w-]+\.[\w-]+\.[\w-]+$/);
 
     const ids = new Map<string, string>(); // id shown in the README -> id the server assigned
@@ -73,7 +141,7 @@ describe('the README walkthrough', () => {
       text.replace(/(webhook_id(?:=|": ?))(\d+)/g, (_, prefix, id) => `${prefix}${ids.get(id) ?? id}`);
     for (const step of steps) {
       const command = withIds(step.command).replaceAll('http://localhost:8787', inject('baseUrl'));
-      const output = execFileSync('bash', ['-c', command], { cwd: root, env: { ...env, TOKEN: token } }).toString();
+      const output = bash(command, { TOKEN: token });
       const [head = '', body = ''] = output.split(/\r?\n\r?\n/, 2);
       const [statusLine = '', ...headerLines] = head.split(/\r?\n/);
       const headers = new Map(
@@ -92,5 +160,85 @@ describe('the README walkthrough', () => {
       for (const [name, value] of step.headers) expect(headers.get(name.toLowerCase()), name).toBe(withIds(value));
       if (step.body !== undefined) expectShown(body.trim(), withIds(step.body));
     }
+  });
+
+  it('delivers an event to `npm run receiver` as "### Deliveries" shows', async () => {
+    const { lines, shown } = deliveriesSection();
+    const base = inject('baseUrl');
+    const local = (command: string) => command.replaceAll('http://localhost:8787', base);
+    const at = lines.findIndex((l) => l.startsWith('npm run receiver'));
+    expect(at, 'the `npm run receiver` line').toBeGreaterThan(0);
+    const before = lines.slice(0, at);
+    const receiverLine = lines[at] as string;
+    const after = lines.slice(at + 1).filter((l) => !l.startsWith('# '));
+    const publishShown = lines
+      .slice(at + 1)
+      .filter((l) => l.startsWith('# '))
+      .map((l) => l.slice(2));
+    expect(before.some((l) => l.startsWith('SECRET=$('))).toBe(true);
+    expect(after.at(-1)).toMatch(/^curl -i -X POST http:\/\/localhost:8787\/v1\.0\/platform\/nft\/event/);
+    expect(publishShown).toHaveLength(2);
+    expect(receiverLine).toContain(`--secret "$SECRET"`);
+    const receiverPort = Number(/--port (\d+)/.exec(receiverLine)?.[1] ?? README_RECEIVER_PORT);
+    expect(before.join('\n')).toContain(`http://127.0.0.1:${receiverPort}/`);
+
+    // Register the webhook (TOKEN=..., SECRET=$(curl ... | node -pe ...)), as written.
+    const secret = bash(`${local(before.join('\n'))}\nprintf %s "$SECRET"`);
+    expect(secret, 'SECRET: value.secret of the registration reply').toMatch(/^whsec_[A-Za-z0-9+/]+=*$/);
+
+    // The receiver, in its own process group (a third terminal).
+    if (await portBusy(receiverPort)) {
+      throw new Error(
+        `port ${receiverPort} is busy: the README's receiver (npm run receiver) must listen there. Stop what listens on 127.0.0.1:${receiverPort} (another receiver?) and run the tests again.`,
+      );
+    }
+    let output = '';
+    receiver = spawn('bash', ['-c', receiverLine], {
+      cwd: root,
+      env: { ...env(), SECRET: secret },
+      stdio: ['ignore', 'pipe', 'pipe'],
+      detached: true,
+    });
+    receiver.stdout?.on('data', (c: Buffer) => {
+      output += c.toString();
+    });
+    receiver.stderr?.on('data', (c: Buffer) => {
+      output += c.toString();
+    });
+    const running = () => {
+      if (receiver?.exitCode !== null) throw new Error(`npm run receiver exited (${receiver?.exitCode}):\n${output}`);
+      return true;
+    };
+    await until(
+      () => `the receiver to listen:\n${output}`,
+      () => running() && output.includes(`Receiver listening on http://127.0.0.1:${receiverPort}`),
+    );
+
+    // Publish (PLATFORM=..., curl -i ...), as written: the reply the README shows.
+    const publish = () => {
+      const reply = bash(local(after.join('\n')));
+      const [head = '', body = ''] = reply.split(/\r?\n\r?\n/, 2);
+      expect(head.split(/\r?\n/)[0]?.trim()).toBe(publishShown[0]);
+      expectShown(body.trim(), publishShown[1] as string);
+      return JSON.parse(body).value.event_id as string;
+    };
+    const eventId = publish();
+    expect(eventId).toMatch(/^evt_[0-9a-f]{32}$/);
+
+    // The receiver prints the verified delivery as shown (its webhook-id the event's).
+    const printed = () => output.split('\n').map((l) => l.trim());
+    const matches = () => shown.every((s) => printed().some((l) => isShownLine(l, s.trim())));
+    await until(
+      () => `the receiver to print\n${shown.join('\n')}\ngot:\n${output}`,
+      () => running() && matches(),
+    );
+    expect(output).toContain(`VERIFIED POST /nft-events webhook-id=${eventId} `);
+    expect(output).not.toContain('REFUSED');
+
+    // "Publishing `mint-1` again answers the same `event_id` and delivers nothing twice."
+    expect(publish()).toBe(eventId);
+    await new Promise((resolve) => setTimeout(resolve, 2000));
+    expect(printed().filter((l) => l.startsWith('VERIFIED'))).toHaveLength(1);
+    await stopReceiver();
   });
 });

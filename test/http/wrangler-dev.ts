@@ -1,7 +1,10 @@
 // Global setup of the `http` test project: the real Worker under `wrangler dev`, on a free
 // loopback port, with a local D1 of its own (in a temporary folder) made by the real migrations
-// and seeded like `npm start`'s. Everything it starts is stopped in teardown.
-import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+// and seeded like `npm start`'s, its local queues and its Cron Trigger (run on request). Webhooks
+// may point at two local receivers: one a test starts on `receiverPort` (free, chosen here, before
+// wrangler starts), and the README's `npm run receiver` on 8790. Everything it starts is stopped in
+// teardown.
+import { type ChildProcess, execFile, spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
@@ -19,10 +22,23 @@ declare module 'vitest' {
     persistTo: string;
     /** Where the Worker's output is written. */
     logFile: string;
+    /** A free loopback port whose origin webhooks may point at: a test's own receiver listens there. */
+    receiverPort: number;
   }
 }
 
 const root = new URL('../..', import.meta.url).pathname;
+
+/** The port of the README's receiver (`npm run receiver`), which the walkthrough test starts. */
+export const README_RECEIVER_PORT = 8790;
+
+/** The delivery settings of the Worker under test: short, so retries and timeouts happen within a test. */
+export const DELIVERY = {
+  /** Seconds to wait after failed attempt 1, 2, 3: four attempts at most. */
+  retrySchedule: '1s 1s 1s',
+  timeoutSeconds: 2,
+  requeueAfterSeconds: 5,
+} as const;
 
 const freePort = () =>
   new Promise<number>((resolve, reject) => {
@@ -46,34 +62,51 @@ export function wrangler(args: string[], cwd = root): string {
   return run.stdout;
 }
 
-let dev: ChildProcess | undefined;
-let folder: string | undefined;
+/**
+ * Runs wrangler to completion without blocking this process: for a test whose own servers (a
+ * webhook receiver) must keep answering meanwhile.
+ */
+export function wranglerAsync(args: string[], cwd = root): Promise<string> {
+  return new Promise((resolve, reject) => {
+    execFile(
+      'npx',
+      ['--no-install', 'wrangler', ...args],
+      {
+        cwd,
+        encoding: 'utf8',
+        maxBuffer: 64 * 1024 * 1024,
+        env: { ...process.env, WRANGLER_SEND_METRICS: 'false', CI: 'true' },
+      },
+      (err, stdout, stderr) => {
+        if (err) reject(new Error(`wrangler ${args.join(' ')} failed:\n${stdout}\n${stderr}`));
+        else resolve(stdout);
+      },
+    ).stdin?.end();
+  });
+}
 
-export default async function setup(project: TestProject) {
-  folder = mkdtempSync(join(tmpdir(), 'nft-webhook-http-'));
-  const persistTo = join(folder, 'state');
-  const secret = randomBytes(32).toString('base64url');
-  // Every setting is given here, so a developer's .dev.vars cannot change the tests.
-  const envFile = join(folder, 'test.vars');
-  writeFileSync(
-    envFile,
-    [
-      `JWT_SECRET=${secret}`,
-      ...['JWT_PUBLIC_KEY', 'JWT_JWKS_URL', 'JWT_ALGORITHMS', 'JWT_ISSUER', 'JWT_AUDIENCE', 'JWT_TYP'].map(
-        (k) => `${k}=`,
-      ),
-      'JWT_APP_CLAIM=sub',
-      'WEBHOOKS_PER_APP=',
-      '',
-    ].join('\n'),
-  );
-  wrangler(['d1', 'migrations', 'apply', 'DB', '--local', '--persist-to', persistTo]);
-  wrangler(['d1', 'execute', 'DB', '--local', '--persist-to', persistTo, '--file', 'scripts/seed.sql']);
+/** A `wrangler dev` this process started, and how to stop it. */
+export interface Dev {
+  /** e.g. http://127.0.0.1:41234 */
+  baseUrl: string;
+  /** Stops its whole process group (wrangler and workerd): SIGTERM, then SIGKILL after 5 s. */
+  stop(): Promise<void>;
+}
 
+/**
+ * Starts `wrangler dev` in `cwd` (its wrangler.toml) on a free loopback port, with the local state
+ * in `persistTo` and the settings of `envFile` only; resolves once it is ready. Its output goes to
+ * `logFile` when given.
+ */
+export async function startWranglerDev(options: {
+  cwd: string;
+  persistTo: string;
+  envFile: string;
+  logFile?: string;
+}): Promise<Dev> {
   const port = await freePort();
   const inspector = await freePort();
-  const logFile = join(folder, 'wrangler-dev.log');
-  dev = spawn(
+  const child: ChildProcess = spawn(
     'npx',
     [
       '--no-install',
@@ -86,62 +119,110 @@ export default async function setup(project: TestProject) {
       '--inspector-port',
       String(inspector),
       '--persist-to',
-      persistTo,
+      options.persistTo,
       '--env-file',
-      envFile,
+      options.envFile,
       '--show-interactive-dev-session=false',
     ],
     {
-      cwd: root,
+      cwd: options.cwd,
       stdio: ['ignore', 'pipe', 'pipe'],
-      // Its own process group, so teardown stops wrangler and workerd together.
+      // Its own process group, so stopping it stops wrangler and workerd together.
       detached: true,
       env: { ...process.env, WRANGLER_SEND_METRICS: 'false' },
     },
   );
-  // Should this process end without teardown (killed, or its output pipe closed), wrangler dev
+  /** Signals the whole process group, if it still runs. */
+  const signal = (name: NodeJS.Signals) => {
+    if (child.pid === undefined || child.exitCode !== null || child.signalCode !== null) return;
+    try {
+      process.kill(-child.pid, name);
+    } catch {
+      // The group is gone already.
+    }
+  };
+  // Should this process end without stopping it (killed, or its output pipe closed), wrangler dev
   // goes with it.
-  process.once('exit', () => stop('SIGKILL'));
+  const onExit = () => signal('SIGKILL');
+  process.once('exit', onExit);
+  const stop = async () => {
+    if (child.exitCode === null && child.signalCode === null) {
+      const exited = new Promise((resolve) => child.once('exit', resolve));
+      signal('SIGTERM');
+      await Promise.race([exited, new Promise((resolve) => setTimeout(resolve, 5000))]);
+      signal('SIGKILL');
+    }
+    process.off('exit', onExit);
+  };
   let output = '';
-  const ready = new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`wrangler dev did not start:\n${output}`)), 60_000);
-    const watch = (chunk: Buffer) => {
-      output += chunk.toString();
-      writeFileSync(logFile, output);
-      if (output.includes('Ready on')) {
-        clearTimeout(timer);
-        resolve();
-      }
-    };
-    dev?.stdout?.on('data', watch);
-    dev?.stderr?.on('data', watch);
-    dev?.once('exit', (code) => reject(new Error(`wrangler dev exited (${code}):\n${output}`)));
-  });
-  await ready;
+  try {
+    await new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`wrangler dev did not start:\n${output}`)), 60_000);
+      const watch = (chunk: Buffer) => {
+        output += chunk.toString();
+        if (options.logFile !== undefined) writeFileSync(options.logFile, output);
+        if (output.includes('Ready on')) {
+          clearTimeout(timer);
+          resolve();
+        }
+      };
+      child.stdout?.on('data', watch);
+      child.stderr?.on('data', watch);
+      child.once('exit', (code) => reject(new Error(`wrangler dev exited (${code}):\n${output}`)));
+    });
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+  return { baseUrl: `http://127.0.0.1:${port}`, stop };
+}
 
-  project.provide('baseUrl', `http://127.0.0.1:${port}`);
+let dev: Dev | undefined;
+let folder: string | undefined;
+
+export default async function setup(project: TestProject) {
+  folder = mkdtempSync(join(tmpdir(), 'nft-webhook-http-'));
+  const persistTo = join(folder, 'state');
+  const secret = randomBytes(32).toString('base64url');
+  const receiverPort = await freePort();
+  const allowedOrigins = [receiverPort, README_RECEIVER_PORT].map((p) => `http://127.0.0.1:${p}`).join(' ');
+  // Every setting is given here, so a developer's .dev.vars cannot change the tests.
+  const envFile = join(folder, 'test.vars');
+  writeFileSync(
+    envFile,
+    [
+      `JWT_SECRET=${secret}`,
+      ...['JWT_PUBLIC_KEY', 'JWT_JWKS_URL', 'JWT_ALGORITHMS', 'JWT_ISSUER', 'JWT_AUDIENCE', 'JWT_TYP'].map(
+        (k) => `${k}=`,
+      ),
+      'JWT_APP_CLAIM=sub',
+      'WEBHOOKS_PER_APP=',
+      `WEBHOOK_SECRET_KEY=${randomBytes(32).toString('base64')}`,
+      `WEBHOOK_URL_ALLOWED_ORIGINS="${allowedOrigins}"`,
+      `DELIVERY_RETRY_SCHEDULE="${DELIVERY.retrySchedule}"`,
+      `DELIVERY_TIMEOUT_SECONDS=${DELIVERY.timeoutSeconds}`,
+      `DELIVERY_REQUEUE_AFTER_SECONDS=${DELIVERY.requeueAfterSeconds}`,
+      // Empty: the Worker's defaults (120 hours, 30 days).
+      'AUTO_DISABLE_AFTER_HOURS=',
+      'DELIVERY_RETENTION_DAYS=',
+      '',
+    ].join('\n'),
+  );
+  wrangler(['d1', 'migrations', 'apply', 'DB', '--local', '--persist-to', persistTo]);
+  wrangler(['d1', 'execute', 'DB', '--local', '--persist-to', persistTo, '--file', 'scripts/seed.sql']);
+
+  const logFile = join(folder, 'wrangler-dev.log');
+  dev = await startWranglerDev({ cwd: root, persistTo, envFile, logFile });
+
+  project.provide('baseUrl', dev.baseUrl);
   project.provide('secret', secret);
   project.provide('persistTo', persistTo);
   project.provide('logFile', logFile);
+  project.provide('receiverPort', receiverPort);
   return teardown;
 }
 
-/** Signals wrangler dev's whole process group, if it still runs. */
-function stop(signal: NodeJS.Signals) {
-  if (dev?.pid === undefined || dev.exitCode !== null) return;
-  try {
-    process.kill(-dev.pid, signal);
-  } catch {
-    // The group is gone already.
-  }
-}
-
 async function teardown() {
-  if (dev !== undefined && dev.exitCode === null) {
-    const exited = new Promise((resolve) => dev?.once('exit', resolve));
-    stop('SIGTERM');
-    await Promise.race([exited, new Promise((resolve) => setTimeout(resolve, 5000))]);
-    stop('SIGKILL');
-  }
+  await dev?.stop();
   if (folder !== undefined) rmSync(folder, { recursive: true, force: true });
 }
