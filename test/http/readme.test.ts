@@ -170,21 +170,32 @@ describe('the README walkthrough', () => {
     expect(at, 'the `npm run receiver` line').toBeGreaterThan(0);
     const before = lines.slice(0, at);
     const receiverLine = lines[at] as string;
-    const after = lines.slice(at + 1).filter((l) => !l.startsWith('# '));
-    const publishShown = lines
-      .slice(at + 1)
-      .filter((l) => l.startsWith('# '))
-      .map((l) => l.slice(2));
+    // After the receiver: steps, each its commands and the reply lines shown under them
+    // (`# HTTP/...`, `# {...}`); other `# ` lines are comments.
+    const steps: { commands: string[]; shown: string[] }[] = [];
+    for (const line of lines.slice(at + 1)) {
+      if (line.startsWith('# HTTP/') || line.startsWith('# {'))
+        (steps.at(-1) as { shown: string[] }).shown.push(line.slice(2));
+      else if (line.startsWith('# ')) continue;
+      else if (steps.length === 0 || (steps.at(-1) as { shown: string[] }).shown.length > 0)
+        steps.push({ commands: [line], shown: [] });
+      else steps.at(-1)?.commands.push(line);
+    }
+    const publishStep = steps.find((s) => s.commands.some((c) => c.includes('/v1.0/platform/nft/event')));
+    expect(publishStep, 'a publish step').toBeDefined();
+    expect(steps.every((s) => s.shown.length === 2)).toBe(true);
     expect(before.some((l) => l.startsWith('SECRET=$('))).toBe(true);
-    expect(after.at(-1)).toMatch(/^curl -i -X POST http:\/\/localhost:8787\/v1\.0\/platform\/nft\/event/);
-    expect(publishShown).toHaveLength(2);
     expect(receiverLine).toContain(`--secret "$SECRET"`);
     const receiverPort = Number(/--port (\d+)/.exec(receiverLine)?.[1] ?? README_RECEIVER_PORT);
     expect(before.join('\n')).toContain(`http://127.0.0.1:${receiverPort}/`);
 
-    // Register the webhook (TOKEN=..., SECRET=$(curl ... | node -pe ...)), as written.
-    const secret = bash(`${local(before.join('\n'))}\nprintf %s "$SECRET"`);
+    // Register the webhook (TOKEN=..., REPLY=$(curl ...), WEBHOOK=..., SECRET=...), as written.
+    const [token = '', webhook = '', secret = ''] = bash(
+      `${local(before.join('\n'))}\nprintf '%s\\n%s\\n%s' "$TOKEN" "$WEBHOOK" "$SECRET"`,
+    ).split('\n');
     expect(secret, 'SECRET: value.secret of the registration reply').toMatch(/^whsec_[A-Za-z0-9+/]+=*$/);
+    expect(webhook, 'WEBHOOK: value.webhook_id of the registration reply').toMatch(/^\d+$/);
+    const vars = { TOKEN: token, WEBHOOK: webhook, SECRET: secret };
 
     // The receiver, in its own process group (a third terminal).
     if (await portBusy(receiverPort)) {
@@ -195,7 +206,7 @@ describe('the README walkthrough', () => {
     let output = '';
     receiver = spawn('bash', ['-c', receiverLine], {
       cwd: root,
-      env: { ...env(), SECRET: secret },
+      env: { ...env(), ...vars },
       stdio: ['ignore', 'pipe', 'pipe'],
       detached: true,
     });
@@ -214,31 +225,37 @@ describe('the README walkthrough', () => {
       () => running() && output.includes(`Receiver listening on http://127.0.0.1:${receiverPort}`),
     );
 
-    // Publish (PLATFORM=..., curl -i ...), as written: the reply the README shows.
-    const publish = () => {
-      const reply = bash(local(after.join('\n')));
+    // Each step as written, its reply as shown under it.
+    const run = (step: { commands: string[]; shown: string[] }) => {
+      const reply = bash(local(step.commands.join('\n')), vars);
       const [head = '', body = ''] = reply.split(/\r?\n\r?\n/, 2);
-      expect(head.split(/\r?\n/)[0]?.trim()).toBe(publishShown[0]);
-      expectShown(body.trim(), publishShown[1] as string);
-      return JSON.parse(body).value.event_id as string;
+      expect(head.split(/\r?\n/)[0]?.trim(), step.commands.join('\n')).toBe(step.shown[0]);
+      expectShown(body.trim(), step.shown[1] as string);
+      return JSON.parse(body).value;
     };
-    const eventId = publish();
-    expect(eventId).toMatch(/^evt_[0-9a-f]{32}$/);
-
-    // The receiver prints the verified delivery as shown (its webhook-id the event's).
     const printed = () => output.split('\n').map((l) => l.trim());
     const matches = () => shown.every((s) => printed().some((l) => isShownLine(l, s.trim())));
-    await until(
-      () => `the receiver to print\n${shown.join('\n')}\ngot:\n${output}`,
-      () => running() && matches(),
-    );
+    let eventId = '';
+    for (const step of steps) {
+      // The delivery log is read once the receiver has printed what the README shows.
+      if (step.commands.some((c) => c.includes('/delivery?'))) {
+        await until(
+          () => `the receiver to print\n${shown.join('\n')}\ngot:\n${output}`,
+          () => running() && matches(),
+        );
+      }
+      const value = run(step);
+      if (step === publishStep) eventId = value.event_id;
+    }
+    expect(eventId).toMatch(/^evt_[0-9a-f]{32}$/);
     expect(output).toContain(`VERIFIED POST /nft-events webhook-id=${eventId} `);
     expect(output).not.toContain('REFUSED');
 
     // "Publishing `mint-1` again answers the same `event_id` and delivers nothing twice."
-    expect(publish()).toBe(eventId);
+    const verified = printed().filter((l) => l.startsWith('VERIFIED')).length;
+    expect(run(publishStep as { commands: string[]; shown: string[] }).event_id).toBe(eventId);
     await new Promise((resolve) => setTimeout(resolve, 2000));
-    expect(printed().filter((l) => l.startsWith('VERIFIED'))).toHaveLength(1);
+    expect(printed().filter((l) => l.startsWith('VERIFIED'))).toHaveLength(verified);
     await stopReceiver();
   });
 });
