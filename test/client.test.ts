@@ -137,4 +137,45 @@ describe('examples/client.ts against the Worker', () => {
     expect(seen[0]).toBeNull();
     expect(seen[1]).toMatch(/^[0-9a-f]+(-[0-9a-f]+)+$/);
   });
+
+  it('publishes events, reads the delivery log, sends test events, rotates secrets and recovers', async () => {
+    const { api } = await client('client-deliveries');
+    const platform = new WebhookClient({
+      baseUrl: ORIGIN,
+      token: await tokenFor('platform-service', { scope: 'events:publish' }),
+      fetch: (input, init) => SELF.fetch(input, init),
+    });
+    const webhook = await api.createWebhook('https://hooks.example.com/client-log', { eventTypes: ['NEW_NFT'] });
+    expect(webhook.event_types).toEqual(['NEW_NFT']);
+    const published: string[] = [];
+    for (let i = 0; i < 3; i++) {
+      published.push(await platform.publishEvent({ app_id: 'client-deliveries', type: 'NEW_NFT', data: { i } }));
+    }
+    // The same id is one event.
+    const once = await platform.publishEvent({ app_id: 'client-deliveries', type: 'NEW_NFT', data: {}, id: 'one' });
+    expect(await platform.publishEvent({ app_id: 'client-deliveries', type: 'NEW_NFT', data: {}, id: 'one' })).toBe(
+      once,
+    );
+    const test = await api.sendTestEvent(webhook.webhook_id);
+    expect(test.delivery_id).toMatch(/^\d+$/);
+
+    const log = [];
+    for await (const delivery of api.deliveries(webhook.webhook_id, { limit: 2 })) log.push(delivery);
+    expect(log.map((d) => d.event_id)).toEqual([test.event_id, once, ...published.reverse()]);
+    expect(log[0]).toMatchObject({ delivery_id: test.delivery_id, type: 'webhook.test', status: 'pending' });
+    const one = await api.getDelivery(test.delivery_id);
+    expect(one).toMatchObject({ delivery_id: test.delivery_id, attempt_log: [] });
+
+    await env.DB.prepare(
+      "UPDATE deliveries SET status = 'failed', attempts = 8, next_attempt_at = NULL WHERE app_id = 'client-deliveries'",
+    ).run();
+    expect(await api.recover(webhook.webhook_id, new Date(Date.now() - 3_600_000))).toBe(5);
+    const failed = [];
+    for await (const delivery of api.deliveries(webhook.webhook_id, { status: 'failed' })) failed.push(delivery);
+    expect(failed).toEqual([]);
+
+    const rotated = await api.rotateSecret(webhook.webhook_id);
+    expect(rotated).not.toBe(webhook.secret);
+    expect(await api.getSecret(webhook.webhook_id)).toBe(rotated);
+  });
 });
