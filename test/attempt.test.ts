@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { KEPT_BODY_BYTES, keptText, retryAfterSeconds } from '../src/deliveries/attempt';
 import { parseSchedule } from '../src/deliveries/config';
+import { parseInstant } from '../src/deliveries/recover';
 
 const bytesOf = (text: string) => new TextEncoder().encode(text).byteLength;
 
@@ -44,5 +45,25 @@ describe('parseSchedule', () => {
 
   it.each(['13h', '5', '5d', '1.5h', '-1s', Array.from({ length: 51 }, () => '1s').join(' ')])('refuses %s', (text) => {
     expect(() => parseSchedule(text)).toThrow(expect.objectContaining({ setting: 'DELIVERY_RETRY_SCHEDULE' }));
+  });
+});
+
+describe('parseInstant (recovery windows)', () => {
+  it('reads ISO 8601 date-times with a time zone', () => {
+    expect(parseInstant('2026-11-23T14:05:35Z', 'since')).toBe(Date.parse('2026-11-23T14:05:35Z'));
+    expect(parseInstant('2026-11-23T14:05:35.951+01:00', 'since')).toBe(Date.parse('2026-11-23T13:05:35.951Z'));
+    expect(parseInstant('2024-02-29T00:00Z', 'since')).toBe(Date.parse('2024-02-29T00:00:00Z'));
+  });
+
+  it.each([
+    '2026-02-30T00:00:00Z',
+    '2026-13-01T00:00:00Z',
+    '2026-11-23T24:00:00Z',
+    '2026-11-23T10:60:00Z',
+    '2026-11-23T10:00:00',
+    '2026-11-23',
+    5,
+  ])('refuses %s', (value) => {
+    expect(() => parseInstant(value, 'since')).toThrow(expect.objectContaining({ status: 400 }));
   });
 });

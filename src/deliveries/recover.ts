@@ -9,11 +9,26 @@ import { queueDeliveries } from './queue';
 import { recoverDeliveries } from './store';
 
 // ISO 8601 date and time with a time zone: 2026-11-23T14:05:35Z, 2026-11-23T14:05:35.951+01:00.
-const ISO_8601 = /^\d{4}-\d\d-\d\dT\d\d:\d\d(:\d\d(\.\d{1,9})?)?(Z|[+-]\d\d:?\d\d)$/i;
+const ISO_8601 = /^(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d)(?::(\d\d)(?:\.\d{1,9})?)?(?:Z|[+-](\d\d):?(\d\d))$/i;
 
-/** An ISO 8601 date-time with a time zone, as milliseconds; 400 otherwise. */
+/** An ISO 8601 date-time with a time zone, as milliseconds; 400 otherwise (2026-02-30 included). */
 export function parseInstant(value: unknown, name: string): number {
-  const ms = typeof value === 'string' && ISO_8601.test(value) ? Date.parse(value) : Number.NaN;
+  const m = typeof value === 'string' ? ISO_8601.exec(value) : null;
+  const [year, month, day, hour, minute, second, zoneHours, zoneMinutes] = (m?.slice(1) ?? []).map((part) =>
+    Number(part ?? 0),
+  ) as [number, number, number, number, number, number, number, number];
+  const real =
+    m !== null &&
+    month >= 1 &&
+    month <= 12 &&
+    day >= 1 &&
+    day === new Date(Date.UTC(year, month - 1, day)).getUTCDate() &&
+    hour <= 23 &&
+    minute <= 59 &&
+    second <= 59 &&
+    zoneHours <= 23 &&
+    zoneMinutes <= 59;
+  const ms = real ? Date.parse(value as string) : Number.NaN;
   if (Number.isNaN(ms)) throw badInput(`${name} must be an ISO 8601 date and time with a time zone`);
   return ms;
 }
@@ -30,7 +45,7 @@ export async function recover(c: Context<AppEnv>): Promise<Response> {
   const now = Date.now();
   if (body.since === undefined) throw badInput('since is required');
   const since = parseInstant(body.since, 'since');
-  const until = body.until === undefined ? now : parseInstant(body.until, 'until');
+  const until = body.until === undefined || body.until === null ? now : parseInstant(body.until, 'until');
   if (since > now) throw badInput('since must not be in the future');
   if (since < now - config.retentionDays * 86_400_000) {
     throw badInput(`since must be within the last ${config.retentionDays} days (DELIVERY_RETENTION_DAYS)`);
