@@ -164,6 +164,21 @@ async function expectEachDocumented(
   return values;
 }
 
+/** Other methods on `path` are 405 with the documented `Allow` (HEAD too), and `path/` is an unknown path. */
+async function expectOtherMethodsRefused(path: string, query: string, methods: string[], token: string) {
+  for (const method of methods) {
+    const res = await SELF.fetch(`${ORIGIN}${path}${query}`, { method, headers: bearer(token) });
+    expect(res.status, `${method} ${path}`).toBe(405);
+    if (method === 'HEAD') {
+      expect(res.headers.get('allow')).toBe(documentedMethods(path));
+      await res.arrayBuffer();
+    } else {
+      await expectDocumented(res, 'other-method', path);
+    }
+  }
+  await expectDocumented(await SELF.fetch(`${ORIGIN}${path}/`), 'unknown-path');
+}
+
 describe('docs/openapi.json', () => {
   it('documents every reply the suite sees: status, body schema and headers', async () => {
     vi.spyOn(console, 'error').mockImplementation(() => {});
@@ -659,17 +674,7 @@ describe('docs/openapi.json', () => {
     expect(new TextEncoder().encode(kept).byteLength).toBe(1024);
     expect((values.get('200 not attempted') as Delivery).attempt_log).toEqual([]);
 
-    for (const method of ['POST', 'PUT', 'DELETE', 'HEAD']) {
-      const res = await SELF.fetch(`${ORIGIN}${DELIVERY_PATH}?webhook_id=${hook}`, { method, headers: bearer(token) });
-      expect(res.status, `${method} ${DELIVERY_PATH}`).toBe(405);
-      if (method === 'HEAD') {
-        expect(res.headers.get('allow')).toBe(documentedMethods(DELIVERY_PATH));
-        await res.arrayBuffer();
-      } else {
-        await expectDocumented(res, 'other-method', DELIVERY_PATH);
-      }
-    }
-    await expectDocumented(await SELF.fetch(`${ORIGIN}${DELIVERY_PATH}/`), 'unknown-path');
+    await expectOtherMethodsRefused(DELIVERY_PATH, `?webhook_id=${hook}`, ['POST', 'PUT', 'DELETE', 'HEAD'], token);
   });
 
   it('documents every reply of sending a test event; its delivery is the documented request', async () => {
@@ -759,17 +764,7 @@ describe('docs/openapi.json', () => {
     }
     expect(requests.map((r) => JSON.parse(r.body).type)).toEqual(['webhook.test', 'nft.minted']);
 
-    for (const method of ['GET', 'PUT', 'DELETE', 'HEAD']) {
-      const res = await SELF.fetch(`${ORIGIN}${TEST_EVENT_PATH}`, { method, headers: bearer(token) });
-      expect(res.status, `${method} ${TEST_EVENT_PATH}`).toBe(405);
-      if (method === 'HEAD') {
-        expect(res.headers.get('allow')).toBe(documentedMethods(TEST_EVENT_PATH));
-        await res.arrayBuffer();
-      } else {
-        await expectDocumented(res, 'other-method', TEST_EVENT_PATH);
-      }
-    }
-    await expectDocumented(await SELF.fetch(`${ORIGIN}${TEST_EVENT_PATH}/`), 'unknown-path');
+    await expectOtherMethodsRefused(TEST_EVENT_PATH, '', ['GET', 'PUT', 'DELETE', 'HEAD'], token);
   });
 
   it('documents every reply of recovering deliveries; a recovered delivery is attempted again', async () => {
@@ -871,17 +866,7 @@ describe('docs/openapi.json', () => {
     await consume(DELIVERIES_QUEUE, queue.sent);
     expect(await state()).toEqual({ status: 'succeeded', attempts: 2, schedule_start: 1 });
 
-    for (const method of ['GET', 'PUT', 'DELETE', 'HEAD']) {
-      const res = await SELF.fetch(`${ORIGIN}${RECOVER_PATH}`, { method, headers: bearer(token) });
-      expect(res.status, `${method} ${RECOVER_PATH}`).toBe(405);
-      if (method === 'HEAD') {
-        expect(res.headers.get('allow')).toBe(documentedMethods(RECOVER_PATH));
-        await res.arrayBuffer();
-      } else {
-        await expectDocumented(res, 'other-method', RECOVER_PATH);
-      }
-    }
-    await expectDocumented(await SELF.fetch(`${ORIGIN}${RECOVER_PATH}/`), 'unknown-path');
+    await expectOtherMethodsRefused(RECOVER_PATH, '', ['GET', 'PUT', 'DELETE', 'HEAD'], token);
   });
 
   /**

@@ -304,14 +304,7 @@ export interface DeliveryRow {
 }
 
 /** One recorded attempt, as the log shows it. */
-export interface AttemptRow {
-  attempt: number;
-  attempted_at: string;
-  status: number | null;
-  error: string | null;
-  duration_ms: number;
-  body: string | null;
-}
+export type AttemptRow = Omit<AttemptRecord, 'delivery_id'>;
 
 const DELIVERY_COLUMNS = `CAST(d.delivery_id AS TEXT) AS delivery_id, d.event_id, e.type, d.status, d.attempts,
   d.next_attempt_at, d.last_attempt_at, d.last_status, d.last_error, d.created_at`;
