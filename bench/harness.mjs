@@ -37,6 +37,8 @@ const schema = readdirSync(migrations)
   .sort()
   .flatMap((f) => unstable_splitSqlQuery(readFileSync(new URL(f, migrations), 'utf8')));
 export const SECRET = randomBytes(32).toString('base64url');
+/** WEBHOOK_SECRET_KEY: the AES-256-GCM key that seals webhooks' signing secrets at rest. */
+export const SECRET_KEY = randomBytes(32).toString('base64');
 const unlimited = { simple: { limit: 1_000_000_000, period: 60 } };
 
 /**
@@ -64,6 +66,7 @@ export async function startWorker({
     bindings: {
       JWT_SECRET: SECRET,
       JWT_APP_CLAIM: 'sub',
+      WEBHOOK_SECRET_KEY: SECRET_KEY,
       WEBHOOKS_PER_APP: '100',
       BENCH_APPS: String(apps),
       ...bindings,
