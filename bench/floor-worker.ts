@@ -11,8 +11,13 @@
 //   DELETE audit insert + delete
 //   GET    one SELECT of the webhook, or of a page of 21 (20 and "is there more")
 //   POST   insert that checks the URL and the cap itself + audit insert + the row back
+//   POST /v1.0/platform/nft/event   bench/floor-publish.ts
+//   queue (deliveries)              bench/floor-consumer.ts
 
-interface Env {
+import { type ConsumerEnv, deliver } from './floor-consumer';
+import { type PublishEnv, publish } from './floor-publish';
+
+interface Env extends PublishEnv, ConsumerEnv {
   DB: D1Database;
   BENCH_APPS: string;
   FLOOR_SESSIONS: string;
@@ -38,20 +43,22 @@ const webhook = (r: Row) =>
   `{"webhook_id":${r.id},"url":${JSON.stringify(r.url)},"is_enabled":${r.is_enabled === 1},"created_at":"${r.created_at}","updated_at":"${r.updated_at}"}`;
 
 export default {
-  async fetch(request: Request, env: Env): Promise<Response> {
+  async fetch(request: Request, env: Env, ctx: ExecutionContext): Promise<Response> {
     const session = env.FLOOR_SESSIONS
       ? env.DB.withSession(request.method === 'GET' ? 'first-unconstrained' : 'first-primary')
       : undefined;
-    const response = await answer(request, { ...env, DB: (session ?? env.DB) as D1Database });
+    const response = await answer(request, { ...env, DB: (session ?? env.DB) as D1Database }, ctx);
     const bookmark = session?.getBookmark();
     if (bookmark) response.headers.set('x-d1-bookmark', bookmark);
     return response;
   },
+  queue: (batch: MessageBatch<{ delivery_id: string }>, env: Env) => deliver(batch, env),
 };
 
 /** The operation's statements and reply. */
-async function answer(request: Request, env: Env): Promise<Response> {
+async function answer(request: Request, env: Env, ctx: ExecutionContext): Promise<Response> {
   const url = new URL(request.url);
+  if (url.pathname === '/v1.0/platform/nft/event') return publish(request, env, ctx);
   const ownerOf = (id: string) => `app-${(Number(id) - 1) % Number(env.BENCH_APPS)}`;
 
   if (request.method === 'DELETE') {

@@ -10,6 +10,9 @@ import { unstable_readConfig, unstable_splitSqlQuery } from 'wrangler';
 
 const root = new URL('..', import.meta.url);
 export const BUNDLE_DIR = new URL('../dist/', import.meta.url);
+
+import { PUBLISH_APPS, PUBLISH_EVENT_TYPES, PUBLISH_FIRST_ID } from './scenarios.mjs';
+
 export { ownerOf, PATH } from './scenarios.mjs';
 
 /** A numeric command-line option (`--name N`) of the running script. */
@@ -37,13 +40,16 @@ const schema = readdirSync(migrations)
   .sort()
   .flatMap((f) => unstable_splitSqlQuery(readFileSync(new URL(f, migrations), 'utf8')));
 export const SECRET = randomBytes(32).toString('base64url');
+/** WEBHOOK_SECRET_KEY: the AES-256-GCM key that seals webhooks' signing secrets at rest. */
+export const SECRET_KEY = randomBytes(32).toString('base64');
 const unlimited = { simple: { limit: 1_000_000_000, period: 60 } };
 
 /**
  * Starts one worker with a fresh in-memory D1 holding `apps` x `perApp` webhooks (ids 1..n, app of
- * id i is `app-${(i - 1) % apps}`) and returns its URL, its D1 and a `dispose`. `script` is a
- * module's source, or `scriptPath` a file. Rate limits are lifted: load and benchmark measure the
- * service, not the limiter's budget.
+ * id i is `app-${(i - 1) % apps}`) and returns its URL, its D1, its Miniflare and a `dispose`.
+ * `script` is a module's source, or `scriptPath` a file. Rate limits are lifted: load and
+ * benchmark measure the service, not the limiter's budget. `queueProducers` and `queueConsumers`
+ * are Miniflare's options of the same names.
  */
 export async function startWorker({
   script,
@@ -54,6 +60,8 @@ export async function startWorker({
   limiters = true,
   inspectorPort,
   bindings = {},
+  queueProducers,
+  queueConsumers,
 }) {
   const mf = new Miniflare({
     modules: true,
@@ -61,9 +69,12 @@ export async function startWorker({
     ...(script !== undefined ? { script } : { scriptPath: new URL(scriptPath).pathname }),
     compatibilityDate: config.compatibility_date,
     d1Databases: { DB: 'bench' },
+    queueProducers,
+    queueConsumers,
     bindings: {
       JWT_SECRET: SECRET,
       JWT_APP_CLAIM: 'sub',
+      WEBHOOK_SECRET_KEY: SECRET_KEY,
       WEBHOOKS_PER_APP: '100',
       BENCH_APPS: String(apps),
       ...bindings,
@@ -89,7 +100,7 @@ export async function startWorker({
   const db = await mf.getD1Database('DB');
   await db.batch(schema.map((sql) => db.prepare(sql)));
   await seed(db, apps, perApp);
-  return { url: new URL(url).origin, db, dispose: () => mf.dispose() };
+  return { url: new URL(url).origin, db, mf, dispose: () => mf.dispose() };
 }
 
 async function seed(db, apps, perApp) {
@@ -104,9 +115,65 @@ async function seed(db, apps, perApp) {
   }
 }
 
-/** A valid token for `appId`, signed with the harness secret. */
-export const tokenFor = (appId) =>
-  new SignJWT({ sub: appId })
+/**
+ * Adds webhooks: `count` of application `app` from id `firstId` on, at `url(id)`, enabled, with
+ * `eventTypes(id)` (a JSON array's text, or null for every type) and, when `secret(id)` gives
+ * one, that signing secret sealed as the service stores it.
+ */
+export async function addWebhooks(db, { app, firstId, count, url, eventTypes = () => null, secret }) {
+  const rows = [];
+  for (let id = firstId; id < firstId + count; id++) {
+    const sealed = secret === undefined ? null : await seal(secret(id));
+    rows.push(
+      db
+        .prepare(
+          'INSERT INTO webhooks (webhook_id, app_id, url, is_enabled, event_types, secret) VALUES (?, ?, ?, 1, ?, ?)',
+        )
+        .bind(id, app, url(id), eventTypes(id), sealed),
+    );
+  }
+  await db.batch(rows);
+}
+
+/** Publishing's applications (PUBLISH_APPS, four webhooks each), beside the seeded ones. */
+export async function addPublishApps(db) {
+  for (let a = 0; a < PUBLISH_APPS; a++) {
+    const firstId = PUBLISH_FIRST_ID + a * PUBLISH_EVENT_TYPES.length;
+    await addWebhooks(db, {
+      app: `pub-${a}`,
+      firstId,
+      count: PUBLISH_EVENT_TYPES.length,
+      url: (id) => `https://pub-${a}.example/hook/${id}`,
+      eventTypes: (id) => {
+        const types = PUBLISH_EVENT_TYPES[id - firstId];
+        return types === 'null' ? null : types;
+      },
+    });
+  }
+}
+
+/**
+ * Publishing's deliveries go to a queue without a consumer (Miniflare drops what it is sent): the
+ * publish scenario measures publishing, not delivering.
+ */
+export const PUBLISH_QUEUE_PRODUCERS = { DELIVERIES: 'bench-publish-deliveries' };
+
+/** A webhook's signing secret (`whsec_` + base64 of 32 bytes) derived from its id: known to the receiver. */
+export const secretOf = (id) =>
+  `whsec_${Buffer.from(`bench-signing-secret-${String(id).padStart(11, '0')}`).toString('base64')}`;
+
+const aesKey = crypto.subtle.importKey('raw', Buffer.from(SECRET_KEY, 'base64'), 'AES-GCM', false, ['encrypt']);
+
+/** A secret sealed as the service stores it: `v1.` + base64(IV || AES-256-GCM ciphertext and tag). */
+async function seal(secret) {
+  const iv = randomBytes(12);
+  const sealed = await crypto.subtle.encrypt({ name: 'AES-GCM', iv }, await aesKey, new TextEncoder().encode(secret));
+  return `v1.${Buffer.concat([iv, Buffer.from(sealed)]).toString('base64')}`;
+}
+
+/** A valid token for `appId`, signed with the harness secret; `claims` adds to it (e.g. `scope`). */
+export const tokenFor = (appId, claims = {}) =>
+  new SignJWT({ sub: appId, ...claims })
     .setProtectedHeader({ alg: 'HS256', typ: 'JWT' })
     .setIssuedAt()
     .setExpirationTime('2h')

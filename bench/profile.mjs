@@ -1,11 +1,15 @@
-// npm run profile -- [rejected|put|get|list] [--floor]: a CPU profile of the Worker's isolate in
-// workerd (or, with --floor, of the floor worker's), taken over the inspector while autocannon
-// drives one scenario, printed as self time per function and as busy CPU time per request. Built
-// unminified so that the names mean something.
+// npm run profile -- [rejected|put|get|list|publish|deliver] [--floor]: a CPU profile of the
+// Worker's isolate in workerd (or, with --floor, of the floor worker's), taken over the inspector
+// while autocannon drives one scenario (deliver: while the queue consumer delivers batches of
+// 2,000 deliveries to a local receiver, as the benchmark's delivery throughput does), printed as
+// self time per function and as busy CPU time per request (per delivery). Built unminified so
+// that the names mean something.
 import autocannon from 'autocannon';
 import { build } from 'esbuild';
 import WebSocket from 'ws';
-import { ownerOf, PATH, startWorker, tokenFor } from './harness.mjs';
+import { startQueueWorker, startReceiver, throughput } from './deliveries.mjs';
+import { addPublishApps, ownerOf, PATH, PUBLISH_QUEUE_PRODUCERS, startWorker, tokenFor } from './harness.mjs';
+import { scenarioList } from './scenarios.mjs';
 
 const scenario = process.argv[2] ?? 'rejected';
 const APPS = 10;
@@ -18,15 +22,21 @@ const { outputFiles } = await build({
   conditions: ['workerd', 'worker', 'browser'],
 });
 const inspectorPort = 9239;
-const worker = await startWorker({
-  script: outputFiles[0].text,
-  apps: APPS,
-  perApp: 5000,
-  inspectorPort,
-  bindings: { FLOOR_SESSIONS: '1' },
-  // --no-limiters: diagnostic, to see what the rate-limit bindings cost.
-  limiters: !process.argv.includes('--no-limiters'),
-});
+const receiver = scenario === 'deliver' ? await startReceiver() : null;
+const worker =
+  scenario === 'deliver'
+    ? await startQueueWorker({ script: outputFiles[0].text, receiver, batchSize: 10, batchTimeout: 0, inspectorPort })
+    : await startWorker({
+        script: outputFiles[0].text,
+        apps: APPS,
+        perApp: 5000,
+        inspectorPort,
+        bindings: { FLOOR_SESSIONS: '1' },
+        // --no-limiters: diagnostic, to see what the rate-limit bindings cost.
+        limiters: !process.argv.includes('--no-limiters'),
+        queueProducers: PUBLISH_QUEUE_PRODUCERS,
+      });
+if (scenario === 'publish') await addPublishApps(worker.db);
 
 // The Chrome DevTools Protocol, over the inspector's WebSocket for the user worker.
 const targets = await (await fetch(`http://127.0.0.1:${inspectorPort}/json`)).json();
@@ -45,51 +55,61 @@ const send = (method, params = {}) =>
   });
 
 const tokens = await Promise.all(Array.from({ length: APPS }, (_, i) => tokenFor(`app-${i}`)));
+const platform = await tokenFor('platform-service', { scope: 'events:publish' });
+const publish = scenarioList({ tokens, newApps: [], platform }).find((s) => s.name === 'publish event');
 let n = 0;
 const owned = (id) => ({
   'content-type': 'application/json',
   authorization: `Bearer ${tokens[Number(ownerOf(id, APPS).slice(4))]}`,
 });
 const request =
-  scenario === 'list'
-    ? () => {
-        const id = 1 + (n++ % APPS);
-        // The floor knows the application from this header, the service from the token.
-        return { method: 'GET', path: PATH, headers: { ...owned(id), 'x-bench-app': ownerOf(id, APPS) } };
-      }
-    : scenario === 'get'
+  scenario === 'publish'
+    ? () => publish.request(n++)
+    : scenario === 'list'
       ? () => {
-          const id = 1 + (n++ % 50_000);
-          return { method: 'GET', path: `${PATH}?webhook_id=${id}`, headers: owned(id) };
+          const id = 1 + (n++ % APPS);
+          // The floor knows the application from this header, the service from the token.
+          return { method: 'GET', path: PATH, headers: { ...owned(id), 'x-bench-app': ownerOf(id, APPS) } };
         }
-      : scenario === 'rejected'
-        ? () => ({
-            method: 'DELETE',
-            path: `${PATH}?webhook_id=1`,
-            headers: { authorization: `Bearer ${tokens[0].slice(0, -4)}AAAA` },
-          })
-        : () => {
+      : scenario === 'get'
+        ? () => {
             const id = 1 + (n++ % 50_000);
-            return {
-              method: 'PUT',
-              path: PATH,
-              headers: owned(id),
-              body: JSON.stringify({ webhook_id: id, is_enabled: n % 2 === 0 }),
+            return { method: 'GET', path: `${PATH}?webhook_id=${id}`, headers: owned(id) };
+          }
+        : scenario === 'rejected'
+          ? () => ({
+              method: 'DELETE',
+              path: `${PATH}?webhook_id=1`,
+              headers: { authorization: `Bearer ${tokens[0].slice(0, -4)}AAAA` },
+            })
+          : () => {
+              const id = 1 + (n++ % 50_000);
+              return {
+                method: 'PUT',
+                path: PATH,
+                headers: owned(id),
+                body: JSON.stringify({ webhook_id: id, is_enabled: n % 2 === 0 }),
+              };
             };
-          };
 
+// Deliver: two slices of 2,000 deliveries, the first (keys, connections) left out of the profile.
+if (scenario === 'deliver') await throughput(worker, receiver, 'warm', 2000);
 await send('Profiler.enable');
 await send('Profiler.setSamplingInterval', { interval: 50 });
 await send('Profiler.start');
-const load = await autocannon({
-  url: worker.url,
-  connections: 16,
-  duration: 4,
-  requests: [{ setupRequest: (r) => ({ ...r, ...request() }) }],
-});
+const load =
+  scenario === 'deliver'
+    ? await throughput(worker, receiver, 'profiled', 2000).then(() => ({ requests: { total: 2000 } }))
+    : await autocannon({
+        url: worker.url,
+        connections: 16,
+        duration: 4,
+        requests: [{ setupRequest: (r) => ({ ...r, ...request() }) }],
+      });
 const { profile } = await send('Profiler.stop');
 ws.close();
 await worker.dispose();
+await receiver?.close();
 
 const nodes = new Map(profile.nodes.map((node) => [node.id, node]));
 const self = new Map();
@@ -102,8 +122,8 @@ profile.samples.forEach((id, i) => {
 });
 const idle = [...self].filter(([key]) => key.startsWith('(idle)')).reduce((t, [, v]) => t + v, 0);
 console.log(
-  `${floor ? 'floor' : 'service'}, scenario "${scenario}": ${load.requests.total} requests, ` +
-    `${((total - idle) / load.requests.total).toFixed(0)} µs of busy isolate time per request`,
+  `${floor ? 'floor' : 'service'}, scenario "${scenario}": ${load.requests.total} ${scenario === 'deliver' ? 'deliveries' : 'requests'}, ` +
+    `${((total - idle) / load.requests.total).toFixed(0)} µs of busy isolate time per ${scenario === 'deliver' ? 'delivery' : 'request'}`,
 );
 console.log(`self time in the Worker's isolate:`);
 for (const [key, t] of [...self].sort((a, b) => b[1] - a[1]).slice(0, 25)) {

@@ -13,8 +13,33 @@ export const PER_APP = 600; // 60,000 webhooks
 const POST_PER_APP = 50;
 export const NEW_APPS = 2000; // enough for 100,000 POSTs
 
-/** The scenarios, given tokens for app-0..app-99 and for bench-new-0..bench-new-1999. */
-export function scenarioList({ tokens, newApps }) {
+/** Where the platform publishes events. */
+export const EVENT_PATH = '/v1.0/platform/nft/event';
+/**
+ * Publishing: applications pub-0..pub-49, each with four webhooks (ids from 60,001, after the
+ * seeded ones): two for every type, one for NEW_NFT among others, and one for another type only,
+ * so each event makes three deliveries and the event_types filter is exercised.
+ */
+export const PUBLISH_APPS = 50;
+export const PUBLISH_FIRST_ID = APPS * PER_APP + 1;
+export const PUBLISH_EVENT_TYPES = ['null', 'null', '["NEW_NFT","NFT_TRANSFER"]', '["NFT_BURN"]'];
+
+/** The `data` of a NEW_NFT event, about 300 bytes. */
+export const nftData = (n) => ({
+  chain_id: 1,
+  contract: '0x5af0d9827e0c53e4799bb226655a1de152a425a5',
+  token_id: String(1_000_000 + n),
+  owner: `0x${n.toString(16).padStart(40, '0')}`,
+  block_number: 19_000_000 + n,
+  tx_hash: `0x${n.toString(16).padStart(64, '0')}`,
+  metadata_uri: `ipfs://bafybeigdyrzt5sfp7udm7hu76uh7y26nf3efuylqabf3oclgtqy55fbzdi/${n}.json`,
+});
+
+/**
+ * The scenarios, given tokens for app-0..app-99 and for bench-new-0..bench-new-1999, and a
+ * platform token (scope events:publish).
+ */
+export function scenarioList({ tokens, newApps, platform }) {
   const tokenOf = (id) => tokens[Number(ownerOf(id, APPS).slice(4))];
   const forged = `${tokens[0].slice(0, -4)}AAAA`;
   const json = (token) => ({ 'content-type': 'application/json', authorization: `Bearer ${token}` });
@@ -106,6 +131,24 @@ export function scenarioList({ tokens, newApps }) {
         const id = 100_001 + n;
         return { method: 'DELETE', path: `${PATH}?webhook_id=${id}`, headers: json(tokenOf(id)) };
       },
+    },
+    {
+      // Half the events carry a publisher id (each a new one), half none.
+      name: 'publish event',
+      reference: 'floor',
+      min: 0.9,
+      expect: 202,
+      request: (n) => ({
+        method: 'POST',
+        path: EVENT_PATH,
+        headers: json(platform),
+        body: JSON.stringify({
+          app_id: `pub-${n % PUBLISH_APPS}`,
+          type: 'NEW_NFT',
+          ...(n % 2 === 0 ? { id: `bench-${n}` } : {}),
+          data: nftData(n),
+        }),
+      }),
     },
     {
       name: 'rejected token (PUT)',
