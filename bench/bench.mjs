@@ -19,7 +19,15 @@ import {
   startReceiver,
   THROUGHPUT,
 } from './deliveries.mjs';
-import { addPublishApps, buildBundle, option, PUBLISH_QUEUE_PRODUCERS, startWorker, tokenFor } from './harness.mjs';
+import {
+  addDeliveryLog,
+  addPublishApps,
+  buildBundle,
+  option,
+  PUBLISH_QUEUE_PRODUCERS,
+  startWorker,
+  tokenFor,
+} from './harness.mjs';
 import { load } from './load.mjs';
 import { APPS, NEW_APPS, PER_APP, scenarioList } from './scenarios.mjs';
 
@@ -89,12 +97,13 @@ function merge(parts) {
 }
 
 /** Checks that the worker answers the scenario as expected before measuring it. */
-async function probe(url, scenario, n) {
+async function probe(url, scenario, n, name) {
   const r = scenario.request(n);
   const res = await fetch(url + r.path, { method: r.method, headers: r.headers, body: r.body });
-  await res.text();
+  const body = await res.text();
   if (res.status !== scenario.expect)
-    throw new Error(`${scenario.name}: expected ${scenario.expect}, got ${res.status}`);
+    throw new Error(`${scenario.name} (${name}): expected ${scenario.expect}, got ${res.status}`);
+  scenario.check?.(body);
 }
 
 // ---- runs ---------------------------------------------------------------------------------------
@@ -130,8 +139,10 @@ async function httpRun(run) {
       queueProducers: PUBLISH_QUEUE_PRODUCERS,
     }),
   };
-  await addPublishApps(workers.floor.db);
-  await addPublishApps(workers.service.db);
+  for (const name of ['floor', 'service']) {
+    await addPublishApps(workers[name].db);
+    await addDeliveryLog(workers[name].db, APPS);
+  }
   const results = {};
   for (const scenario of scenarios) {
     const reference = scenario.reference;
@@ -139,7 +150,7 @@ async function httpRun(run) {
     const counters = {};
     for (const name of new Set(['constant', reference, 'service'])) {
       const { url } = workers[name];
-      if (name !== 'constant') await probe(url, scenario, scenario.probe ?? 999_999);
+      if (name !== 'constant') await probe(url, scenario, scenario.probe ?? 999_999, name);
       counters[name] = { n: 0 };
       await loadOf(url, scenario, WARMUP_SECONDS, counters[name]);
     }

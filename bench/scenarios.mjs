@@ -24,6 +24,15 @@ export const PUBLISH_APPS = 50;
 export const PUBLISH_FIRST_ID = APPS * PER_APP + 1;
 export const PUBLISH_EVENT_TYPES = ['null', 'null', '["NEW_NFT","NFT_TRANSFER"]', '["NFT_BURN"]'];
 
+/**
+ * The delivery log: webhooks 48,001..48,200 (two of each seeded application; no write scenario
+ * touches them), 200 deliveries each (bench/harness.mjs addDeliveryLog), read a page of 20 at a time.
+ */
+export const DELIVERY_LOG_PATH = `${PATH}/delivery`;
+export const DELIVERY_LOG_FIRST_ID = 48_001;
+export const DELIVERY_LOG_WEBHOOKS = 200;
+export const DELIVERY_LOG_PER_WEBHOOK = 200;
+
 /** The `data` of a NEW_NFT event, about 300 bytes. */
 export const nftData = (n) => ({
   chain_id: 1,
@@ -37,7 +46,8 @@ export const nftData = (n) => ({
 
 /**
  * The scenarios, given tokens for app-0..app-99 and for bench-new-0..bench-new-1999, and a
- * platform token (scope events:publish).
+ * platform token (scope events:publish). `reference`: the worker the target compares with;
+ * `check`: what the probe asserts of the body, beyond the status.
  */
 export function scenarioList({ tokens, newApps, platform }) {
   const tokenOf = (id) => tokens[Number(ownerOf(id, APPS).slice(4))];
@@ -130,6 +140,23 @@ export function scenarioList({ tokens, newApps, platform }) {
       request: (n) => {
         const id = 100_001 + n;
         return { method: 'DELETE', path: `${PATH}?webhook_id=${id}`, headers: json(tokenOf(id)) };
+      },
+    },
+    {
+      // The first page (20 of 200, newest first) of one of 200 webhooks' deliveries.
+      name: 'GET delivery log',
+      reference: 'floor',
+      min: 0.9,
+      expect: 200,
+      // The probe reads a real page: 20 deliveries and a cursor to the next.
+      check: (body) => {
+        const { value } = JSON.parse(body);
+        if (value?.deliveries?.length !== 20 || typeof value.next_cursor !== 'string')
+          throw new Error(`not a full page: ${body.slice(0, 300)}`);
+      },
+      request: (n) => {
+        const id = DELIVERY_LOG_FIRST_ID + ((n * 7) % DELIVERY_LOG_WEBHOOKS);
+        return { method: 'GET', path: `${DELIVERY_LOG_PATH}?webhook_id=${id}`, headers: json(tokenOf(id)) };
       },
     },
     {
