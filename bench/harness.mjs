@@ -3,7 +3,9 @@
 // has the real schema and seeded webhooks.
 import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { readdirSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { SignJWT } from 'jose';
 import { Miniflare } from 'miniflare';
 import { unstable_readConfig, unstable_splitSqlQuery } from 'wrangler';
@@ -28,15 +30,33 @@ export const option = (name, fallback) => {
   return i === -1 ? fallback : Number(process.argv[i + 1]);
 };
 
-/** Builds the production bundle into dist/ with wrangler, as a deploy would. */
-export function buildBundle() {
+/** Builds the production bundle into dist/ with wrangler, as a deploy would (of `dir`: the repository by default). */
+export function buildBundle(dir = root) {
   const run = spawnSync('npx', ['--no-install', 'wrangler', 'deploy', '--dry-run', '--outdir', 'dist'], {
-    cwd: root,
+    cwd: dir,
     encoding: 'utf8',
     env: { ...process.env, WRANGLER_SEND_METRICS: 'false' },
   });
   if (run.status !== 0) throw new Error(`wrangler deploy --dry-run failed:\n${run.stdout}\n${run.stderr}`);
-  return new URL('index.js', BUNDLE_DIR);
+  return new URL('dist/index.js', dir);
+}
+
+/**
+ * Builds the production bundle of git revision `rev` (the release before, for `--baseline`): its
+ * tree into a temporary directory (`git archive | tar -x`), this repository's node_modules linked
+ * in, and its own `wrangler deploy --dry-run`, as its deploy did. Returns the bundle's URL.
+ */
+export function buildRevisionBundle(rev) {
+  const dir = mkdtempSync(join(tmpdir(), 'bench-baseline-'));
+  // Removed when the process exits (the link to node_modules is removed, not followed).
+  process.on('exit', () => rmSync(dir, { recursive: true, force: true }));
+  const archive = spawnSync('sh', ['-c', 'git archive "$1" | tar -x -C "$2"', 'sh', rev, dir], {
+    cwd: root,
+    encoding: 'utf8',
+  });
+  if (archive.status !== 0) throw new Error(`git archive ${rev} failed:\n${archive.stderr}`);
+  symlinkSync(new URL('node_modules', root).pathname, join(dir, 'node_modules'), 'dir');
+  return buildBundle(new URL(`file://${dir}/`));
 }
 
 const config = unstable_readConfig({ config: new URL('wrangler.toml', root).pathname });
@@ -73,7 +93,10 @@ export async function startWorker({
   const mf = new Miniflare({
     modules: true,
     inspectorPort,
-    ...(script !== undefined ? { script } : { scriptPath: new URL(scriptPath).pathname }),
+    // modulesRoot: the bundle's own directory, which may lie outside this one (--baseline's).
+    ...(script !== undefined
+      ? { script }
+      : { scriptPath: new URL(scriptPath).pathname, modulesRoot: new URL('.', scriptPath).pathname }),
     compatibilityDate: config.compatibility_date,
     d1Databases: { DB: 'bench' },
     queueProducers,

@@ -47,6 +47,7 @@ export const nftData = (n) => ({
 /**
  * The scenarios, given tokens for app-0..app-99 and for bench-new-0..bench-new-1999, and a
  * platform token (scope events:publish). `reference`: the worker the target compares with;
+ * `baseline`: also measured against the release before (`--baseline <rev>`), which has the path;
  * `check`: what the probe asserts of the body, beyond the status.
  */
 export function scenarioList({ tokens, newApps, platform }) {
@@ -57,6 +58,7 @@ export function scenarioList({ tokens, newApps, platform }) {
   return [
     {
       name: 'GET one',
+      baseline: true,
       reference: 'floor',
       min: 0.95,
       expect: 200,
@@ -67,6 +69,7 @@ export function scenarioList({ tokens, newApps, platform }) {
     },
     {
       name: 'GET list (page of 20)',
+      baseline: true,
       reference: 'floor',
       min: 0.95,
       expect: 200,
@@ -78,6 +81,7 @@ export function scenarioList({ tokens, newApps, platform }) {
     },
     {
       name: 'POST registers',
+      baseline: true,
       reference: 'floor',
       probe: 99_999, // the last application with a token
       min: 0.9,
@@ -94,6 +98,7 @@ export function scenarioList({ tokens, newApps, platform }) {
     },
     {
       name: 'PUT changes state',
+      baseline: true,
       reference: 'floor',
       min: 0.95,
       expect: 200,
@@ -109,6 +114,7 @@ export function scenarioList({ tokens, newApps, platform }) {
     },
     {
       name: 'PUT same state',
+      baseline: true,
       reference: 'floor',
       min: 0.95,
       expect: 200,
@@ -124,6 +130,7 @@ export function scenarioList({ tokens, newApps, platform }) {
     },
     {
       name: 'DELETE existing',
+      baseline: true,
       reference: 'floor',
       min: 0.9,
       expect: 200,
@@ -134,6 +141,7 @@ export function scenarioList({ tokens, newApps, platform }) {
     },
     {
       name: 'DELETE missing',
+      baseline: true,
       reference: 'floor',
       min: 0.9,
       expect: 404,
@@ -179,6 +187,7 @@ export function scenarioList({ tokens, newApps, platform }) {
     },
     {
       name: 'rejected token (PUT)',
+      baseline: true,
       reference: 'constant',
       // Not slower than before the extension (0.55-0.75x measured then; see docs/performance.md).
       min: 0.55,
@@ -192,6 +201,7 @@ export function scenarioList({ tokens, newApps, platform }) {
     },
     {
       name: 'rejected token (DELETE)',
+      baseline: true,
       reference: 'constant',
       // Not slower than before the extension (0.55-0.75x measured then; see docs/performance.md).
       min: 0.55,
@@ -200,6 +210,7 @@ export function scenarioList({ tokens, newApps, platform }) {
     },
     {
       name: 'invalid input (PUT)',
+      baseline: true,
       reference: 'constant',
       // Not slower than before the extension (0.55-0.75x measured then; see docs/performance.md).
       min: 0.55,
