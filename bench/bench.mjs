@@ -3,8 +3,9 @@
 // scenario req/s, p50, p99, errors and the ratios to the references (median of the runs), the
 // queue scenarios (delivery throughput, fan-out, latency; bench/deliveries.mjs) against the
 // floor's consumer, the bundle size and the module start-up time. Exits non-zero when a target
-// is missed, listing them.
-//   node bench/bench.mjs [--runs N] [--seconds N] [--connections N] [--only <text>]
+// is missed, listing them. --baseline <git-rev> also runs that revision's production bundle (the
+// release before) against the same data, for the scenarios it has, and reports service/baseline.
+//   node bench/bench.mjs [--runs N] [--seconds N] [--connections N] [--only <text>] [--baseline <rev>]
 //     [--deliveries N] [--fanout-events N] [--latency-events N] [--latency-rate N]
 //     [--batch-size N] [--batch-timeout S]
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -19,7 +20,16 @@ import {
   startReceiver,
   THROUGHPUT,
 } from './deliveries.mjs';
-import { addPublishApps, buildBundle, option, PUBLISH_QUEUE_PRODUCERS, startWorker, tokenFor } from './harness.mjs';
+import {
+  addDeliveryLog,
+  addPublishApps,
+  buildBundle,
+  buildRevisionBundle,
+  option,
+  PUBLISH_QUEUE_PRODUCERS,
+  startWorker,
+  tokenFor,
+} from './harness.mjs';
 import { load } from './load.mjs';
 import { APPS, NEW_APPS, PER_APP, scenarioList } from './scenarios.mjs';
 
@@ -39,11 +49,21 @@ const queueOptions = {
 };
 // Targets of the whole service, not of one scenario.
 const TARGETS = { deliveryRatio: 0.9, bundleGzipBytes: 40 * 1024, startupMs: 10 };
+// --baseline: a scenario whose median service/baseline ratio is under this is slower than the
+// release before by more than this machine's noise (medians of unchanged paths: 0.90-1.13x), a miss.
+const BASELINE_MIN = 0.9;
 
 // ---- the workers ------------------------------------------------------------------------------
 
 const bundleUrl = buildBundle();
 const bundle = readFileSync(bundleUrl);
+// --baseline <git-rev>: the production bundle of that revision (the release before), one more worker.
+const baselineRev = process.argv.includes('--baseline')
+  ? process.argv[process.argv.indexOf('--baseline') + 1]
+  : undefined;
+if (baselineRev !== undefined && (baselineRev === '' || baselineRev.startsWith('--')))
+  throw new Error('--baseline needs a git revision');
+const baselineUrl = baselineRev === undefined ? undefined : buildRevisionBundle(baselineRev);
 const floorScript = (
   await build({
     entryPoints: [new URL('floor-worker.ts', import.meta.url).pathname],
@@ -68,7 +88,11 @@ const allScenarios = scenarioList({ tokens, newApps, platform });
 
 // --only <text>: just the scenarios whose name contains it (diagnostics; targets need all).
 const only = process.argv.includes('--only') ? process.argv[process.argv.indexOf('--only') + 1] : undefined;
-const scenarios = only === undefined ? allScenarios : allScenarios.filter((s) => s.name.includes(only));
+const scenarios = (only === undefined ? allScenarios : allScenarios.filter((s) => s.name.includes(only))).map((s) => ({
+  ...s,
+  baseline: baselineUrl !== undefined && s.baseline === true,
+}));
+const withBaseline = scenarios.some((s) => s.baseline);
 const queueScenarios = only === undefined ? QUEUE_SCENARIOS : QUEUE_SCENARIOS.filter((name) => name.includes(only));
 if (scenarios.length === 0 && queueScenarios.length === 0) throw new Error(`--only ${only}: no scenario's name has it`);
 
@@ -89,12 +113,13 @@ function merge(parts) {
 }
 
 /** Checks that the worker answers the scenario as expected before measuring it. */
-async function probe(url, scenario, n) {
+async function probe(url, scenario, n, name) {
   const r = scenario.request(n);
   const res = await fetch(url + r.path, { method: r.method, headers: r.headers, body: r.body });
-  await res.text();
+  const body = await res.text();
   if (res.status !== scenario.expect)
-    throw new Error(`${scenario.name}: expected ${scenario.expect}, got ${res.status}`);
+    throw new Error(`${scenario.name} (${name}): expected ${scenario.expect}, got ${res.status}`);
+  scenario.check?.(body);
 }
 
 // ---- runs ---------------------------------------------------------------------------------------
@@ -130,26 +155,41 @@ async function httpRun(run) {
       queueProducers: PUBLISH_QUEUE_PRODUCERS,
     }),
   };
-  await addPublishApps(workers.floor.db);
-  await addPublishApps(workers.service.db);
+  // The release before, with the bindings of today's service (it ignores those it does not know),
+  // on a database made by today's migrations and seeded alike.
+  if (withBaseline) {
+    workers.baseline = await startWorker({
+      scriptPath: baselineUrl.href,
+      apps: APPS,
+      perApp: PER_APP,
+      limiters: !process.argv.includes('--no-limiters'),
+      queueProducers: PUBLISH_QUEUE_PRODUCERS,
+    });
+  }
+  for (const name of ['floor', 'service', 'baseline']) {
+    if (workers[name] === undefined) continue;
+    await addPublishApps(workers[name].db);
+    await addDeliveryLog(workers[name].db, APPS);
+  }
   const results = {};
   for (const scenario of scenarios) {
     const reference = scenario.reference;
     results[scenario.name] = {};
     const counters = {};
-    for (const name of new Set(['constant', reference, 'service'])) {
+    const measured = [reference, 'service', ...(scenario.baseline ? ['baseline'] : [])];
+    for (const name of new Set(['constant', ...measured])) {
       const { url } = workers[name];
-      if (name !== 'constant') await probe(url, scenario, scenario.probe ?? 999_999);
+      if (name !== 'constant') await probe(url, scenario, scenario.probe ?? 999_999, name);
       counters[name] = { n: 0 };
       await loadOf(url, scenario, WARMUP_SECONDS, counters[name]);
     }
     if (reference === 'floor') {
       results[scenario.name].constant = await loadOf(workers.constant.url, scenario, SECONDS, counters.constant);
     }
-    // The service and its reference in ABBA order, two halves each: the machine's drift over
-    // the scenario weighs on both alike.
-    const slices = { [reference]: [], service: [] };
-    for (const name of [reference, 'service', 'service', reference]) {
+    // The service and its reference in ABBA order (with the baseline: ABCCBA), two halves each:
+    // the machine's drift over the scenario weighs on all alike.
+    const slices = Object.fromEntries(measured.map((name) => [name, []]));
+    for (const name of [...measured, ...[...measured].reverse()]) {
       slices[name].push(await loadOf(workers[name].url, scenario, SECONDS / 2, counters[name]));
     }
     for (const [name, parts] of Object.entries(slices)) results[scenario.name][name] = merge(parts);
@@ -157,6 +197,7 @@ async function httpRun(run) {
     process.stdout.write(
       `run ${run} ${scenario.name.padEnd(24)} service ${Math.round(r.service.rps)} req/s` +
         (r.floor ? `, floor ${Math.round(r.floor.rps)}` : '') +
+        (r.baseline ? `, baseline ${Math.round(r.baseline.rps)}` : '') +
         `, constant ${Math.round(r.constant.rps)}\n`,
     );
   }
@@ -206,6 +247,7 @@ const report = {
   webhooks: APPS * PER_APP,
   apps: APPS,
   only: only ?? null,
+  baseline: baselineRev === undefined ? null : { rev: baselineRev, min_ratio: BASELINE_MIN },
   scenarios: {},
   queue: { options: queueOptions, scenarios: {} },
 };
@@ -215,7 +257,9 @@ if (scenarios.length > 0) {
   console.log(
     `\nmedian of ${RUNS} runs of ${SECONDS} s each, ${CONNECTIONS} keep-alive connections, ${APPS * PER_APP} webhooks / ${APPS} apps`,
   );
-  console.log('scenario                  req/s   p50  p99  max  errors  ref p99  vs floor  vs constant  target');
+  console.log(
+    `scenario                  req/s   p50  p99  max  errors  ref p99  vs floor  vs constant  ${withBaseline ? 'vs baseline  ' : ''}target`,
+  );
 }
 for (const scenario of scenarios) {
   const runs = perRun.map((r) => r[scenario.name]);
@@ -230,6 +274,7 @@ for (const scenario of scenarios) {
   const referenceP99 = pick(scenario.reference, 'p99');
   const vsFloor = scenario.reference === 'floor' ? median(runs.map((r) => r.service.rps / r.floor.rps)) : null;
   const vsConstant = median(runs.map((r) => r.service.rps / r.constant.rps));
+  const vsBaseline = scenario.baseline ? median(runs.map((r) => r.service.rps / r.baseline.rps)) : null;
   const target = {
     ratio: scenario.reference === 'floor' ? vsFloor : vsConstant,
     min: scenario.min,
@@ -240,6 +285,8 @@ for (const scenario of scenarios) {
   // beside it on the same machine (two shared cores give every worker some tail).
   const outliers = service.max > 1000 || service.p99 > 2 * referenceP99 + 10;
   if (!met) failures.push(`${scenario.name}: ${target.ratio.toFixed(2)}x ${target.of}, target ${target.min}x`);
+  if (vsBaseline !== null && vsBaseline < BASELINE_MIN)
+    failures.push(`${scenario.name}: ${vsBaseline.toFixed(2)}x ${baselineRev}, slower than the release before`);
   if (service.errors > 0) failures.push(`${scenario.name}: ${service.errors} connection errors`);
   if (outliers)
     failures.push(`${scenario.name}: p99 ${service.p99} ms (reference ${referenceP99} ms), max ${service.max} ms`);
@@ -250,15 +297,21 @@ for (const scenario of scenarios) {
         ? { rps: pick('floor', 'rps'), p50: pick('floor', 'p50'), p99: pick('floor', 'p99') }
         : undefined,
     constant: { rps: pick('constant', 'rps'), p50: pick('constant', 'p50'), p99: pick('constant', 'p99') },
+    baseline: scenario.baseline
+      ? { rps: pick('baseline', 'rps'), p50: pick('baseline', 'p50'), p99: pick('baseline', 'p99') }
+      : undefined,
     ratio_to_floor: vsFloor,
     ratio_to_constant: vsConstant,
+    ratio_to_baseline: vsBaseline,
     target: `>= ${target.min}x ${target.of}`,
     met,
     per_run: runs,
   };
   console.log(
     `${scenario.name.padEnd(24)} ${String(Math.round(service.rps)).padStart(6)} ${String(service.p50).padStart(5)} ${String(service.p99).padStart(4)} ${String(service.max).padStart(4)} ${String(service.errors).padStart(7)} ${String(referenceP99).padStart(8)}  ` +
-      `${vsFloor === null ? '      -' : `${vsFloor.toFixed(2).padStart(6)}x`} ${vsConstant.toFixed(2).padStart(10)}x  ${met ? 'met' : 'MISSED'} (>= ${target.min}x ${target.of})`,
+      `${vsFloor === null ? '      -' : `${vsFloor.toFixed(2).padStart(6)}x`} ${vsConstant.toFixed(2).padStart(10)}x  ` +
+      (withBaseline ? `${vsBaseline === null ? '          -' : `${vsBaseline.toFixed(2).padStart(10)}x`}   ` : '') +
+      `${met ? 'met' : 'MISSED'} (>= ${target.min}x ${target.of})`,
   );
 }
 

@@ -10,6 +10,8 @@
 //   PUT    conditional audit insert + update (its count tells found from missing)
 //   DELETE audit insert + delete
 //   GET    one SELECT of the webhook, or of a page of 21 (20 and "is there more")
+//   GET /v1.0/app/nft/webhook/delivery?webhook_id=   a batch of two: the owned webhook exists,
+//          and a page of 21 of its deliveries, newest first (the service's two statements)
 //   POST   insert that checks the URL and the cap itself + audit insert + the row back
 //   POST /v1.0/platform/nft/event   bench/floor-publish.ts
 //   queue (deliveries)              bench/floor-consumer.ts
@@ -95,6 +97,8 @@ async function answer(request: Request, env: Env, ctx: ExecutionContext): Promis
     return updated?.meta.changes === 1 ? ok() : fail(404, 64062, 'update fail');
   }
 
+  if (request.method === 'GET' && url.pathname === '/v1.0/app/nft/webhook/delivery') return deliveryPage(url, env);
+
   if (request.method === 'GET') {
     const id = url.searchParams.get('webhook_id');
     const columns = 'CAST(webhook_id AS TEXT) AS id, url, is_enabled, created_at, updated_at';
@@ -144,4 +148,52 @@ async function answer(request: Request, env: Env, ctx: ExecutionContext): Promis
   return json(201, `{"return":0,"message":"success","value":${webhook(row)}}`, {
     location: `/v1.0/app/nft/webhook?webhook_id=${row.id}`,
   });
+}
+
+interface DeliveryRow {
+  delivery_id: string;
+  event_id: string;
+  type: string;
+  status: string;
+  attempts: number;
+  next_attempt_at: string | null;
+  last_attempt_at: string | null;
+  last_status: number | null;
+  last_error: string | null;
+  created_at: string;
+}
+const text = (value: string | null) => (value === null ? 'null' : JSON.stringify(value));
+const delivery = (r: DeliveryRow) =>
+  `{"delivery_id":${r.delivery_id},"event_id":${JSON.stringify(r.event_id)},"type":${JSON.stringify(r.type)},"status":${JSON.stringify(r.status)},"attempts":${r.attempts},"next_attempt_at":${text(r.next_attempt_at)},"last_attempt_at":${text(r.last_attempt_at)},"last_status":${r.last_status ?? 'null'},"last_error":${text(r.last_error)},"created_at":${JSON.stringify(r.created_at)}}`;
+
+/** The first page (20, newest first) of a webhook's deliveries: one batch, the same two statements as the service. */
+async function deliveryPage(url: URL, env: Env): Promise<Response> {
+  const id = url.searchParams.get('webhook_id') as string;
+  const app = `app-${(Number(id) - 1) % Number(env.BENCH_APPS)}`;
+  const owned = 'SELECT 1 FROM webhooks WHERE webhook_id = CAST(?1 AS INTEGER) AND app_id = ?2';
+  const [found, page] = await env.DB.batch<Record<string, unknown>>([
+    env.DB.prepare(`SELECT EXISTS (${owned}) AS found`).bind(id, app),
+    env.DB.prepare(
+      `SELECT CAST(d.delivery_id AS TEXT) AS delivery_id, d.event_id, e.type, d.status, d.attempts,
+           d.next_attempt_at, d.last_attempt_at, d.last_status, d.last_error, d.created_at
+         FROM deliveries AS d JOIN events AS e ON e.event_id = d.event_id
+         WHERE d.webhook_id = CAST(?1 AS INTEGER) AND d.app_id = ?2
+           AND (?3 IS NULL OR d.delivery_id < CAST(?3 AS INTEGER)) AND (?4 IS NULL OR d.status = ?4)
+           AND EXISTS (${owned})
+         ORDER BY d.delivery_id DESC
+         LIMIT ?5`,
+    ).bind(id, app, null, null, 21),
+  ]);
+  if (found?.results[0]?.found !== 1) return fail(404, 64060, 'query fail');
+  const rows = (page?.results ?? []) as unknown as DeliveryRow[];
+  const list = rows.slice(0, 20);
+  const last = list[19];
+  const next =
+    rows.length > 20 && last !== undefined
+      ? `"${btoa(`d1:${last.delivery_id}`).replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '')}"`
+      : 'null';
+  return json(
+    200,
+    `{"return":0,"message":"success","value":{"deliveries":[${list.map(delivery).join(',')}],"next_cursor":${next}}}`,
+  );
 }

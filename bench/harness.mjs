@@ -3,7 +3,9 @@
 // has the real schema and seeded webhooks.
 import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { readdirSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { SignJWT } from 'jose';
 import { Miniflare } from 'miniflare';
 import { unstable_readConfig, unstable_splitSqlQuery } from 'wrangler';
@@ -11,7 +13,14 @@ import { unstable_readConfig, unstable_splitSqlQuery } from 'wrangler';
 const root = new URL('..', import.meta.url);
 export const BUNDLE_DIR = new URL('../dist/', import.meta.url);
 
-import { PUBLISH_APPS, PUBLISH_EVENT_TYPES, PUBLISH_FIRST_ID } from './scenarios.mjs';
+import {
+  DELIVERY_LOG_FIRST_ID,
+  DELIVERY_LOG_PER_WEBHOOK,
+  DELIVERY_LOG_WEBHOOKS,
+  PUBLISH_APPS,
+  PUBLISH_EVENT_TYPES,
+  PUBLISH_FIRST_ID,
+} from './scenarios.mjs';
 
 export { ownerOf, PATH } from './scenarios.mjs';
 
@@ -21,15 +30,33 @@ export const option = (name, fallback) => {
   return i === -1 ? fallback : Number(process.argv[i + 1]);
 };
 
-/** Builds the production bundle into dist/ with wrangler, as a deploy would. */
-export function buildBundle() {
+/** Builds the production bundle into dist/ with wrangler, as a deploy would (of `dir`: the repository by default). */
+export function buildBundle(dir = root) {
   const run = spawnSync('npx', ['--no-install', 'wrangler', 'deploy', '--dry-run', '--outdir', 'dist'], {
-    cwd: root,
+    cwd: dir,
     encoding: 'utf8',
     env: { ...process.env, WRANGLER_SEND_METRICS: 'false' },
   });
   if (run.status !== 0) throw new Error(`wrangler deploy --dry-run failed:\n${run.stdout}\n${run.stderr}`);
-  return new URL('index.js', BUNDLE_DIR);
+  return new URL('dist/index.js', dir);
+}
+
+/**
+ * Builds the production bundle of git revision `rev` (the release before, for `--baseline`): its
+ * tree into a temporary directory (`git archive | tar -x`), this repository's node_modules linked
+ * in, and its own `wrangler deploy --dry-run`, as its deploy did. Returns the bundle's URL.
+ */
+export function buildRevisionBundle(rev) {
+  const dir = mkdtempSync(join(tmpdir(), 'bench-baseline-'));
+  // Removed when the process exits (the link to node_modules is removed, not followed).
+  process.on('exit', () => rmSync(dir, { recursive: true, force: true }));
+  const archive = spawnSync('sh', ['-c', 'git archive "$1" | tar -x -C "$2"', 'sh', rev, dir], {
+    cwd: root,
+    encoding: 'utf8',
+  });
+  if (archive.status !== 0) throw new Error(`git archive ${rev} failed:\n${archive.stderr}`);
+  symlinkSync(new URL('node_modules', root).pathname, join(dir, 'node_modules'), 'dir');
+  return buildBundle(new URL(`file://${dir}/`));
 }
 
 const config = unstable_readConfig({ config: new URL('wrangler.toml', root).pathname });
@@ -66,7 +93,10 @@ export async function startWorker({
   const mf = new Miniflare({
     modules: true,
     inspectorPort,
-    ...(script !== undefined ? { script } : { scriptPath: new URL(scriptPath).pathname }),
+    // modulesRoot: the bundle's own directory, which may lie outside this one (--baseline's).
+    ...(script !== undefined
+      ? { script }
+      : { scriptPath: new URL(scriptPath).pathname, modulesRoot: new URL('.', scriptPath).pathname }),
     compatibilityDate: config.compatibility_date,
     d1Databases: { DB: 'bench' },
     queueProducers,
@@ -150,6 +180,62 @@ export async function addPublishApps(db) {
       },
     });
   }
+}
+
+/**
+ * The delivery log's data: for webhooks DELIVERY_LOG_FIRST_ID.. (DELIVERY_LOG_WEBHOOKS of them,
+ * two per seeded application), one event per application and step, delivered to both of its
+ * webhooks, DELIVERY_LOG_PER_WEBHOOK deliveries per webhook (ids interleaved, as a fan-out makes
+ * them), most succeeded at the first attempt, some after a retry, some failed after three, some
+ * still pending after one; one attempt record per attempt. SQL makes the rows (a recursive CTE),
+ * so seeding takes well under a second.
+ */
+export async function addDeliveryLog(db, apps = 100) {
+  const perApp = DELIVERY_LOG_WEBHOOKS / apps;
+  const events = apps * DELIVERY_LOG_PER_WEBHOOK;
+  // Event i: application i % apps, created i seconds after the start.
+  const at = (seconds) => `strftime('%Y-%m-%dT%H:%M:%fZ', '2026-11-01T00:00:00Z', '+' || (${seconds}) || ' seconds')`;
+  await db.batch([
+    db.prepare(
+      `INSERT INTO events (event_id, app_id, source_key, type, payload, created_at)
+       WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < ${events - 1})
+       SELECT printf('evt_bench%023d', i), 'app-' || (i % ${apps}), 'id:bench-' || i,
+         CASE i % 4 WHEN 3 THEN 'NFT_TRANSFER' ELSE 'NEW_NFT' END,
+         json_object('id', printf('evt_bench%023d', i), 'type', CASE i % 4 WHEN 3 THEN 'NFT_TRANSFER' ELSE 'NEW_NFT' END,
+           'timestamp', ${at('i')},
+           'data', json_object('chain_id', 1, 'contract', '0x5af0d9827e0c53e4799bb226655a1de152a425a5',
+             'token_id', CAST(1000000 + i AS TEXT), 'owner', printf('0x%040x', i), 'block_number', 19000000 + i,
+             'tx_hash', printf('0x%064x', i))),
+         ${at('i')}
+       FROM n`,
+    ),
+    // Delivery of event i to its application's k-th webhook of the set; its fate from the step (i / apps).
+    db.prepare(
+      `INSERT INTO deliveries (event_id, webhook_id, app_id, status, attempts, next_attempt_at,
+         last_attempt_at, last_status, last_error, created_at)
+       WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < ${events - 1}),
+         k(k) AS (SELECT 0 UNION ALL SELECT k + 1 FROM k WHERE k < ${perApp - 1}),
+         d AS (SELECT i, i / ${apps} AS step, k, ${DELIVERY_LOG_FIRST_ID} + (i % ${apps}) + k * ${apps} AS webhook_id FROM n, k),
+         f AS (SELECT *, CASE WHEN step % 50 = 7 THEN 'failed' WHEN step % 50 = 9 THEN 'pending' ELSE 'succeeded' END AS status,
+           CASE WHEN step % 50 = 7 THEN 3 WHEN step % 10 = 3 THEN 2 ELSE 1 END AS attempts FROM d)
+       SELECT printf('evt_bench%023d', i), webhook_id, 'app-' || (i % ${apps}), status, attempts,
+         CASE status WHEN 'pending' THEN ${at('i + 60')} END, ${at('i + attempts * 30 - 29')},
+         CASE WHEN status = 'succeeded' THEN 200 WHEN step % 100 = 7 THEN 503 END,
+         CASE WHEN status <> 'succeeded' AND step % 100 <> 7 THEN 'timeout' END, ${at('i')}
+       FROM f ORDER BY i, k`,
+    ),
+    // Attempt a of each delivery: failures before the last, the last as the delivery records it.
+    db.prepare(
+      `INSERT INTO delivery_attempts (delivery_id, attempt, attempted_at, status, error, duration_ms, body)
+       WITH RECURSIVE a(a) AS (SELECT 1 UNION ALL SELECT a + 1 FROM a WHERE a < 3)
+       SELECT d.delivery_id, a.a, strftime('%Y-%m-%dT%H:%M:%fZ', d.created_at, '+' || (a.a * 30 - 29) || ' seconds'),
+         CASE WHEN a.a = d.attempts THEN d.last_status ELSE 502 END,
+         CASE WHEN a.a = d.attempts THEN d.last_error END, 40 + a.a * 7,
+         CASE WHEN a.a = d.attempts AND d.status = 'succeeded' THEN '{"ok":true}' ELSE 'Bad Gateway' END
+       FROM deliveries AS d JOIN a ON a.a <= d.attempts
+       WHERE d.webhook_id >= ${DELIVERY_LOG_FIRST_ID} AND d.webhook_id < ${DELIVERY_LOG_FIRST_ID + DELIVERY_LOG_WEBHOOKS}`,
+    ),
+  ]);
 }
 
 /**

@@ -24,6 +24,15 @@ export const PUBLISH_APPS = 50;
 export const PUBLISH_FIRST_ID = APPS * PER_APP + 1;
 export const PUBLISH_EVENT_TYPES = ['null', 'null', '["NEW_NFT","NFT_TRANSFER"]', '["NFT_BURN"]'];
 
+/**
+ * The delivery log: webhooks 48,001..48,200 (two of each seeded application; no write scenario
+ * touches them), 200 deliveries each (bench/harness.mjs addDeliveryLog), read a page of 20 at a time.
+ */
+export const DELIVERY_LOG_PATH = `${PATH}/delivery`;
+export const DELIVERY_LOG_FIRST_ID = 48_001;
+export const DELIVERY_LOG_WEBHOOKS = 200;
+export const DELIVERY_LOG_PER_WEBHOOK = 200;
+
 /** The `data` of a NEW_NFT event, about 300 bytes. */
 export const nftData = (n) => ({
   chain_id: 1,
@@ -37,7 +46,9 @@ export const nftData = (n) => ({
 
 /**
  * The scenarios, given tokens for app-0..app-99 and for bench-new-0..bench-new-1999, and a
- * platform token (scope events:publish).
+ * platform token (scope events:publish). `reference`: the worker the target compares with;
+ * `baseline`: also measured against the release before (`--baseline <rev>`), which has the path;
+ * `check`: what the probe asserts of the body, beyond the status.
  */
 export function scenarioList({ tokens, newApps, platform }) {
   const tokenOf = (id) => tokens[Number(ownerOf(id, APPS).slice(4))];
@@ -47,6 +58,7 @@ export function scenarioList({ tokens, newApps, platform }) {
   return [
     {
       name: 'GET one',
+      baseline: true,
       reference: 'floor',
       min: 0.95,
       expect: 200,
@@ -57,6 +69,7 @@ export function scenarioList({ tokens, newApps, platform }) {
     },
     {
       name: 'GET list (page of 20)',
+      baseline: true,
       reference: 'floor',
       min: 0.95,
       expect: 200,
@@ -68,6 +81,7 @@ export function scenarioList({ tokens, newApps, platform }) {
     },
     {
       name: 'POST registers',
+      baseline: true,
       reference: 'floor',
       probe: 99_999, // the last application with a token
       min: 0.9,
@@ -84,6 +98,7 @@ export function scenarioList({ tokens, newApps, platform }) {
     },
     {
       name: 'PUT changes state',
+      baseline: true,
       reference: 'floor',
       min: 0.95,
       expect: 200,
@@ -99,6 +114,7 @@ export function scenarioList({ tokens, newApps, platform }) {
     },
     {
       name: 'PUT same state',
+      baseline: true,
       reference: 'floor',
       min: 0.95,
       expect: 200,
@@ -114,6 +130,7 @@ export function scenarioList({ tokens, newApps, platform }) {
     },
     {
       name: 'DELETE existing',
+      baseline: true,
       reference: 'floor',
       min: 0.9,
       expect: 200,
@@ -124,12 +141,30 @@ export function scenarioList({ tokens, newApps, platform }) {
     },
     {
       name: 'DELETE missing',
+      baseline: true,
       reference: 'floor',
       min: 0.9,
       expect: 404,
       request: (n) => {
         const id = 100_001 + n;
         return { method: 'DELETE', path: `${PATH}?webhook_id=${id}`, headers: json(tokenOf(id)) };
+      },
+    },
+    {
+      // The first page (20 of 200, newest first) of one of 200 webhooks' deliveries.
+      name: 'GET delivery log',
+      reference: 'floor',
+      min: 0.9,
+      expect: 200,
+      // The probe reads a real page: 20 deliveries and a cursor to the next.
+      check: (body) => {
+        const { value } = JSON.parse(body);
+        if (value?.deliveries?.length !== 20 || typeof value.next_cursor !== 'string')
+          throw new Error(`not a full page: ${body.slice(0, 300)}`);
+      },
+      request: (n) => {
+        const id = DELIVERY_LOG_FIRST_ID + ((n * 7) % DELIVERY_LOG_WEBHOOKS);
+        return { method: 'GET', path: `${DELIVERY_LOG_PATH}?webhook_id=${id}`, headers: json(tokenOf(id)) };
       },
     },
     {
@@ -152,6 +187,7 @@ export function scenarioList({ tokens, newApps, platform }) {
     },
     {
       name: 'rejected token (PUT)',
+      baseline: true,
       reference: 'constant',
       // Not slower than before the extension (0.55-0.75x measured then; see docs/performance.md).
       min: 0.55,
@@ -165,6 +201,7 @@ export function scenarioList({ tokens, newApps, platform }) {
     },
     {
       name: 'rejected token (DELETE)',
+      baseline: true,
       reference: 'constant',
       // Not slower than before the extension (0.55-0.75x measured then; see docs/performance.md).
       min: 0.55,
@@ -173,6 +210,7 @@ export function scenarioList({ tokens, newApps, platform }) {
     },
     {
       name: 'invalid input (PUT)',
+      baseline: true,
       reference: 'constant',
       // Not slower than before the extension (0.55-0.75x measured then; see docs/performance.md).
       min: 0.55,
