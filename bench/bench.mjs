@@ -6,7 +6,7 @@
 // is missed, listing them.
 //   node bench/bench.mjs [--runs N] [--seconds N] [--connections N] [--only <text>[,<text>]]
 //     [--deliveries N] [--fanout-events N] [--latency-events N] [--latency-rate N]
-//     [--batch-size N] [--batch-timeout S]
+//     [--batch-size N] [--batch-timeout S] [--uncapped-floor] [--bare-floor] [--no-limiters]
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { gzipSync } from 'node:zlib';
 import { build } from 'esbuild';
@@ -168,7 +168,14 @@ async function httpRun(run) {
 
 /** One run of the queue scenarios: a fresh service and floor, each its own queue's producer and consumer. */
 async function queueRun(run) {
-  const common = { receiver, batchSize: queueOptions.batchSize, batchTimeout: queueOptions.batchTimeout };
+  const common = {
+    receiver,
+    batchSize: queueOptions.batchSize,
+    batchTimeout: queueOptions.batchTimeout,
+    // --uncapped-floor: diagnostic only, a floor consumer with every attempt of a batch open at
+    // once, which local workerd allows and Cloudflare does not (six at most).
+    uncappedFloor: process.argv.includes('--uncapped-floor'),
+  };
   const workers = {
     floor: await startQueueWorker({ script: floorScript, ...common }),
     service: await startQueueWorker({ scriptPath: bundleUrl.href, ...common }),

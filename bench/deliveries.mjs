@@ -144,7 +144,16 @@ function cpuMs(id) {
  * Starts one consumer under test (the bundle, or the floor's script) with the deliveries queue as
  * producer and consumer, and the receiver's webhooks.
  */
-export async function startQueueWorker({ script, scriptPath, receiver, batchSize, batchTimeout, inspectorPort, log }) {
+export async function startQueueWorker({
+  script,
+  scriptPath,
+  receiver,
+  batchSize,
+  batchTimeout,
+  inspectorPort,
+  log,
+  uncappedFloor = false,
+}) {
   const before = workerdProcesses();
   const worker = await startWorker({
     script,
@@ -153,7 +162,13 @@ export async function startQueueWorker({ script, scriptPath, receiver, batchSize
     perApp: 0,
     inspectorPort,
     log,
-    bindings: { WEBHOOK_URL_ALLOWED_ORIGINS: receiver.origin, FLOOR_SESSIONS: '1' },
+    // The floor's settings (the service has none of these names): D1 sessions, as the service
+    // uses for publishing; six attempts open at once (bench/floor-consumer.ts).
+    bindings: {
+      WEBHOOK_URL_ALLOWED_ORIGINS: receiver.origin,
+      FLOOR_SESSIONS: '1',
+      FLOOR_OPEN_AT_ONCE: uncappedFloor ? '' : '6',
+    },
     queueProducers: { DELIVERIES: QUEUE },
     queueConsumers: { [QUEUE]: { maxBatchSize: batchSize, maxBatchTimeout: batchTimeout, maxRetries: 100 } },
   });
