@@ -5,9 +5,9 @@
 // floor's consumer, the bundle size and the module start-up time. Exits non-zero when a target
 // is missed, listing them. --baseline <git-rev> also runs that revision's production bundle (the
 // release before) against the same data, for the scenarios it has, and reports service/baseline.
-//   node bench/bench.mjs [--runs N] [--seconds N] [--connections N] [--only <text>] [--baseline <rev>]
+//   node bench/bench.mjs [--runs N] [--seconds N] [--connections N] [--only <text>[,<text>]] [--baseline <rev>]
 //     [--deliveries N] [--fanout-events N] [--latency-events N] [--latency-rate N]
-//     [--batch-size N] [--batch-timeout S]
+//     [--batch-size N] [--batch-timeout S] [--uncapped-floor] [--bare-floor] [--no-limiters]
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { gzipSync } from 'node:zlib';
 import { build } from 'esbuild';
@@ -86,14 +86,15 @@ const newApps = await Promise.all(Array.from({ length: NEW_APPS }, (_, i) => tok
 const platform = await tokenFor('platform-service', { scope: 'events:publish' });
 const allScenarios = scenarioList({ tokens, newApps, platform });
 
-// --only <text>: just the scenarios whose name contains it (diagnostics; targets need all).
+// --only <text>[,<text>...]: just the scenarios whose name contains one of them (diagnostics;
+// targets need all).
 const only = process.argv.includes('--only') ? process.argv[process.argv.indexOf('--only') + 1] : undefined;
-const scenarios = (only === undefined ? allScenarios : allScenarios.filter((s) => s.name.includes(only))).map((s) => ({
-  ...s,
-  baseline: baselineUrl !== undefined && s.baseline === true,
-}));
+const selected = (name) => only === undefined || only.split(',').some((text) => name.includes(text));
+const scenarios = allScenarios
+  .filter((s) => selected(s.name))
+  .map((s) => ({ ...s, baseline: baselineUrl !== undefined && s.baseline === true }));
 const withBaseline = scenarios.some((s) => s.baseline);
-const queueScenarios = only === undefined ? QUEUE_SCENARIOS : QUEUE_SCENARIOS.filter((name) => name.includes(only));
+const queueScenarios = QUEUE_SCENARIOS.filter(selected);
 if (scenarios.length === 0 && queueScenarios.length === 0) throw new Error(`--only ${only}: no scenario's name has it`);
 
 const loadOf = (url, scenario, seconds, counter) =>
@@ -207,7 +208,14 @@ async function httpRun(run) {
 
 /** One run of the queue scenarios: a fresh service and floor, each its own queue's producer and consumer. */
 async function queueRun(run) {
-  const common = { receiver, batchSize: queueOptions.batchSize, batchTimeout: queueOptions.batchTimeout };
+  const common = {
+    receiver,
+    batchSize: queueOptions.batchSize,
+    batchTimeout: queueOptions.batchTimeout,
+    // --uncapped-floor: diagnostic only, a floor consumer with every attempt of a batch open at
+    // once, which local workerd allows and Cloudflare does not (six at most).
+    uncappedFloor: process.argv.includes('--uncapped-floor'),
+  };
   const workers = {
     floor: await startQueueWorker({ script: floorScript, ...common }),
     service: await startQueueWorker({ scriptPath: bundleUrl.href, ...common }),
@@ -341,10 +349,17 @@ if (queueScenarios.length > 0) {
     const ratio = median(runs.map((r) => r.ratio));
     const met = ratio >= TARGETS.deliveryRatio;
     if (!met) failures.push(`${THROUGHPUT}: ${ratio.toFixed(2)}x floor, target ${TARGETS.deliveryRatio}x`);
+    const cpu = (name) =>
+      runs.every((r) => r[name].cpu_us_per_delivery !== null)
+        ? median(runs.map((r) => r[name].cpu_us_per_delivery))
+        : null;
     report.queue.scenarios[THROUGHPUT] = {
       deliveries_per_slice: o.deliveries,
       service_deliveries_per_s: rate('service'),
       floor_deliveries_per_s: rate('floor'),
+      // Not a target: workerd's CPU per delivery, steadier than throughput when the machine is shared.
+      service_cpu_us_per_delivery: cpu('service'),
+      floor_cpu_us_per_delivery: cpu('floor'),
       ratio_to_floor: ratio,
       target: `>= ${TARGETS.deliveryRatio}x floor`,
       met,
@@ -357,6 +372,15 @@ if (queueScenarios.length > 0) {
       ratio,
       `${met ? 'met' : 'MISSED'} (>= ${TARGETS.deliveryRatio}x floor)`,
     );
+    if (cpu('service') !== null) {
+      row(
+        '  workerd CPU per delivery',
+        `${Math.round(cpu('service'))} µs`,
+        `${Math.round(cpu('floor'))} µs`,
+        cpu('floor') / cpu('service'),
+        'no target (floor / service)',
+      );
+    }
   }
   if (measured(FANOUT)) {
     const runs = runsOf(FANOUT);

@@ -7,6 +7,7 @@
 // first message, and the next leaves only once the consumer has returned. Cloudflare runs several
 // consumer invocations at once when a backlog grows; here the throughput is one consumer's, batch
 // after batch, so it measures what a batch costs: its D1 read, its attempts, its D1 write.
+import { readdirSync, readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { Webhook } from 'standardwebhooks';
 import { addWebhooks, secretOf, startWorker } from './harness.mjs';
@@ -106,18 +107,68 @@ export async function startReceiver() {
   };
 }
 
+// CPU time of a worker's workerd process (Linux /proc): a steadier comparison than throughput on
+// a shared machine, since it does not count the time other processes take from the two cores.
+const CLOCK_TICKS_PER_S = 100;
+/** The ids of this process's workerd children. */
+function workerdProcesses() {
+  const ids = new Set();
+  try {
+    for (const id of readdirSync('/proc')) {
+      if (!/^\d+$/.test(id)) continue;
+      try {
+        const stat = readFileSync(`/proc/${id}/stat`, 'utf8');
+        const [, rest] = stat.split(') ');
+        if (stat.includes('(workerd)') && rest?.split(' ')[1] === String(process.pid)) ids.add(id);
+      } catch {
+        // Gone meanwhile.
+      }
+    }
+  } catch {
+    // Not Linux: no CPU figures.
+  }
+  return ids;
+}
+/** User and system CPU time of a process so far, in ms; null when it cannot be read. */
+function cpuMs(id) {
+  if (id === null) return null;
+  try {
+    const fields = readFileSync(`/proc/${id}/stat`, 'utf8').split(') ')[1].split(' ');
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICKS_PER_S;
+  } catch {
+    return null;
+  }
+}
+
 /**
  * Starts one consumer under test (the bundle, or the floor's script) with the deliveries queue as
  * producer and consumer, and the receiver's webhooks.
  */
-export async function startQueueWorker({ script, scriptPath, receiver, batchSize, batchTimeout, inspectorPort }) {
+export async function startQueueWorker({
+  script,
+  scriptPath,
+  receiver,
+  batchSize,
+  batchTimeout,
+  inspectorPort,
+  log,
+  uncappedFloor = false,
+}) {
+  const before = workerdProcesses();
   const worker = await startWorker({
     script,
     scriptPath,
     apps: 0,
     perApp: 0,
     inspectorPort,
-    bindings: { WEBHOOK_URL_ALLOWED_ORIGINS: receiver.origin, FLOOR_SESSIONS: '1' },
+    log,
+    // The floor's settings (the service has none of these names): D1 sessions, as the service
+    // uses for publishing; six attempts open at once (bench/floor-consumer.ts).
+    bindings: {
+      WEBHOOK_URL_ALLOWED_ORIGINS: receiver.origin,
+      FLOOR_SESSIONS: '1',
+      FLOOR_OPEN_AT_ONCE: uncappedFloor ? '' : '6',
+    },
     queueProducers: { DELIVERIES: QUEUE },
     queueConsumers: { [QUEUE]: { maxBatchSize: batchSize, maxBatchTimeout: batchTimeout, maxRetries: 100 } },
   });
@@ -134,6 +185,8 @@ export async function startQueueWorker({ script, scriptPath, receiver, batchSize
   await addWebhooks(worker.db, { app: 'fan', firstId: FANOUT_FIRST, count: FANOUT_WEBHOOKS, url, secret: secretOf });
   await addWebhooks(worker.db, { app: 'lat', firstId: LATENCY_FIRST, count: LATENCY_WEBHOOKS, url, secret: secretOf });
   worker.producer = await worker.mf.getQueueProducer('DELIVERIES');
+  const started = [...workerdProcesses()].filter((id) => !before.has(id));
+  worker.process = started.length === 1 ? started[0] : null;
   return worker;
 }
 
@@ -188,6 +241,7 @@ async function preload(worker, tag, n) {
 export async function throughput(worker, receiver, tag, n) {
   const ids = await preload(worker, tag, n);
   receiver.reset();
+  const cpuBefore = cpuMs(worker.process);
   const started = performance.now();
   for (let i = 0; i < ids.length; i += 100) {
     await worker.producer.sendBatch(
@@ -203,6 +257,7 @@ export async function throughput(worker, receiver, tag, n) {
   const seenMs = arrivals[n - 1].t - started;
   await settle(worker, THROUGHPUT);
   const recordedMs = performance.now() - started;
+  const cpuAfter = cpuMs(worker.process);
   const { n: succeeded } = await worker.db
     .prepare(`SELECT COUNT(*) AS n FROM deliveries WHERE event_id LIKE ?1 AND status = 'succeeded' AND attempts = 1`)
     .bind(`evt_${tag}_%`)
@@ -211,7 +266,13 @@ export async function throughput(worker, receiver, tag, n) {
   const distinct = new Set(arrivals.map((a) => `${a.id} ${a.path}`)).size;
   if (distinct !== n) throw new Error(`${THROUGHPUT}: ${n - distinct} requests arrived twice`);
   receiver.verify(THROUGHPUT);
-  return { deliveries_per_s: n / (seenMs / 1000), seen_ms: seenMs, recorded_ms: recordedMs };
+  return {
+    deliveries_per_s: n / (seenMs / 1000),
+    seen_ms: seenMs,
+    recorded_ms: recordedMs,
+    // workerd's CPU per delivery: the consumer's isolate, its D1 (SQLite) and its network.
+    cpu_us_per_delivery: cpuBefore === null || cpuAfter === null ? null : ((cpuAfter - cpuBefore) * 1000) / n,
+  };
 }
 
 /** Publishes one event through the worker's HTTP endpoint; resolves with its id once 202 came. */
@@ -300,11 +361,17 @@ async function measureThroughput({ workers, receiver, options }) {
         deliveries_per_s: (2 * options.deliveries) / ((p[0].seen_ms + p[1].seen_ms) / 1000),
         seen_ms: p.map((x) => Math.round(x.seen_ms)),
         recorded_ms: p.map((x) => Math.round(x.recorded_ms)),
+        cpu_us_per_delivery: p.some((x) => x.cpu_us_per_delivery === null)
+          ? null
+          : (p[0].cpu_us_per_delivery + p[1].cpu_us_per_delivery) / 2,
       },
     ]),
   );
   out.ratio = out.service.deliveries_per_s / out.floor.deliveries_per_s;
-  out.line = `service ${Math.round(out.service.deliveries_per_s)} deliveries/s, floor ${Math.round(out.floor.deliveries_per_s)}`;
+  const cpu = (x) => (x.cpu_us_per_delivery === null ? '' : ` (${Math.round(x.cpu_us_per_delivery)} µs CPU each)`);
+  out.line =
+    `service ${Math.round(out.service.deliveries_per_s)} deliveries/s${cpu(out.service)}, ` +
+    `floor ${Math.round(out.floor.deliveries_per_s)}${cpu(out.floor)}`;
   return out;
 }
 

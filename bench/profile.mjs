@@ -129,3 +129,23 @@ console.log(`self time in the Worker's isolate:`);
 for (const [key, t] of [...self].sort((a, b) => b[1] - a[1]).slice(0, 25)) {
   console.log(`${((100 * t) / total).toFixed(1).padStart(5)}%  ${key}`);
 }
+
+// --lines: where inside the hottest functions of the script the samples fell (line of the
+// unminified bundle: its text), for self time that a function's builtins and inlined callees
+// leave on the function itself.
+if (process.argv.includes('--lines')) {
+  const source = outputFiles[0].text.split('\n');
+  const lines = new Map();
+  for (const node of profile.nodes) {
+    if (!node.callFrame.url.includes('script-') || node.positionTicks === undefined) continue;
+    for (const { line, ticks } of node.positionTicks) {
+      const key = `${node.callFrame.functionName || '(anonymous)'}:${line}`;
+      lines.set(key, { line, ticks: (lines.get(key)?.ticks ?? 0) + ticks });
+    }
+  }
+  const ticks = profile.samples.length;
+  console.log('hottest lines of the script (share of all samples):');
+  for (const [key, { line, ticks: t }] of [...lines].sort((a, b) => b[1].ticks - a[1].ticks).slice(0, 20)) {
+    console.log(`${((100 * t) / ticks).toFixed(1).padStart(5)}%  ${key}  ${source[line - 1]?.trim().slice(0, 100)}`);
+  }
+}
