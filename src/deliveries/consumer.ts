@@ -67,18 +67,24 @@ async function keysOf(aes: CryptoKey, row: DeliveryToAttempt, now: number): Prom
   return Promise.all(keys);
 }
 
-/** Runs `tasks` with at most `limit` running at once. */
-async function pooled<T>(tasks: (() => Promise<T>)[], limit: number): Promise<T[]> {
-  const results: T[] = new Array(tasks.length);
-  let next = 0;
-  const run = async () => {
-    while (next < tasks.length) {
-      const i = next++;
-      results[i] = await (tasks[i] as () => Promise<T>)();
+/**
+ * At most `limit` of the runs at once; the others wait their turn. A finished run hands its slot
+ * straight to the next waiting one.
+ */
+function slots(limit: number) {
+  let active = 0;
+  const waiting: (() => void)[] = [];
+  return async <T>(run: () => Promise<T>): Promise<T> => {
+    if (active < limit) active++;
+    else await new Promise<void>((resolve) => waiting.push(resolve));
+    try {
+      return await run();
+    } finally {
+      const next = waiting.shift();
+      if (next === undefined) active--;
+      else next();
     }
   };
-  await Promise.all(Array.from({ length: Math.min(limit, tasks.length) }, run));
-  return results;
 }
 
 /** Gives webhooks registered before secrets existed their secret (one more round trip, once per webhook). */
@@ -244,6 +250,7 @@ export async function consumeDeliveries(
     verdicts.set(row.delivery_id, { ack: false, delaySeconds: WAIT_SECONDS });
   };
 
+  const connection = slots(MAX_CONCURRENT_ATTEMPTS);
   const tasks = due.map((row) => async () => {
     const messageId = current.get(row.delivery_id)?.id ?? '';
     const wait = () => waitFor(row);
@@ -270,18 +277,14 @@ export async function consumeDeliveries(
       const url = webhookUrl(row.url as string, allowed);
       const body = encoder.encode(row.payload);
       const timestamp = Math.floor(at / 1000);
-      result = await attempt(
-        {
-          url,
-          body,
-          headers: {
-            'webhook-id': row.event_id,
-            'webhook-timestamp': String(timestamp),
-            'webhook-signature': await signature(keys, row.event_id, timestamp, body),
-          },
-          timeoutMs: config.timeoutSeconds * 1000,
-        },
-        fetcher,
+      const headers = {
+        'webhook-id': row.event_id,
+        'webhook-timestamp': String(timestamp),
+        'webhook-signature': await signature(keys, row.event_id, timestamp, body),
+      };
+      // Only the request holds one of the six connections; signing and recording do not.
+      result = await connection(() =>
+        attempt({ url, body, headers, timeoutMs: config.timeoutSeconds * 1000 }, fetcher),
       );
     } catch (err) {
       if (!(err instanceof ApiFailure)) throw err;
@@ -325,8 +328,8 @@ export async function consumeDeliveries(
       outcome: change.status,
     });
   });
-  await pooled(
-    tasks.map((task, i) => async () => {
+  await Promise.all(
+    tasks.map(async (task, i) => {
       try {
         await task();
       } catch (err) {
@@ -336,7 +339,6 @@ export async function consumeDeliveries(
         if (!verdicts.has(row.delivery_id)) waitFor(row);
       }
     }),
-    MAX_CONCURRENT_ATTEMPTS,
   );
 
   try {

@@ -207,7 +207,8 @@ export async function recordBatch(
            FROM (SELECT CAST(json_extract(value, '$.webhook_id') AS INTEGER) AS id, json_extract(value, '$.ok') AS ok,
                    json_extract(value, '$.at') AS at
                  FROM json_each(?1)) AS h
-           WHERE webhooks.webhook_id = h.id`,
+           WHERE webhooks.webhook_id = h.id
+             AND CASE WHEN h.ok THEN webhooks.failing_since IS NOT NULL ELSE webhooks.failing_since IS NULL END`,
         )
         .bind(JSON.stringify(health)),
     );
