@@ -77,6 +77,8 @@ export default defineConfig({
     projects: [
       // In workerd, through the pool: the Worker's own module, bindings and D1 (most tests).
       workers,
+      // In Node, over the repository's own files: the layers of src/.
+      { test: { name: 'repo', include: ['test/repo/*.test.ts'], environment: 'node' } },
       // In Node, over real sockets against `wrangler dev`: what only real HTTP can show.
       {
         test: {

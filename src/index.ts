@@ -1,30 +1,13 @@
-import { HonoBase } from 'hono/hono-base';
-import { RegExpRouter } from 'hono/router/reg-exp-router';
+// The Worker: HTTP (the app), the two queues it consumes, and the Cron Trigger.
+// The main module exports the handlers only: workerd refuses any other named export.
+import { app } from './app';
+import { log } from './core/log';
 import { runCron } from './cron';
 import { consumeDeliveries } from './deliveries/consumer';
-import { mountDeliveries } from './deliveries/routes';
 import { consumeEvents } from './events/consumer';
-import { mountEvents } from './events/routes';
-import { accessLog } from './http/access-log';
 import { discardBody } from './http/body';
-import { bookmarkHeader, Code, envelope, failureReply, requestId, requestIdOf } from './http/envelope';
-import { log } from './http/log';
-import { operationCode, operationOf } from './http/operations';
-import type { AppEnv } from './types';
-import { mountWebhooks } from './webhooks/routes';
-
-// The main module exports the handlers only: workerd refuses any other named export.
-
-// RegExpRouter: strict paths (`/v1.0/app/nft/webhook/` is another, unknown path), which Hono's
-// smaller Linear and Pattern routers do not give.
-const app = new HonoBase<AppEnv>({ router: new RegExpRouter() });
-
-app.use(accessLog((method, path) => operationOf(method, path)?.name ?? null));
-mountWebhooks(app);
-mountDeliveries(app);
-mountEvents(app);
-app.notFound((c) => envelope(404, Code.notFound, requestId(c)));
-app.onError((err, c) => failureReply(err, operationCode(c.req.method, c.req.path), requestId(c), bookmarkHeader(c)));
+import { failureReply, requestIdOf } from './http/envelope';
+import { operationCode } from './http/operations';
 
 /** The queues this Worker consumes (wrangler.toml [[queues.consumers]]), by name: environments add a suffix. */
 const EVENTS_QUEUE = /^nft-webhook-events(-\w+)?$/;

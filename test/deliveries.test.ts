@@ -491,12 +491,20 @@ describe('the deliveries consumer: batches', () => {
     const warn = vi.spyOn(console, 'warn').mockImplementation(() => {});
     const { spy } = receiver();
     const { result, ids } = await deliver(['999999999']);
-    const bad = await consume(DELIVERIES_QUEUE, [{ delivery_id: 5 }, 'x', null]);
+    // Ids outside int64 (2^63 and 10^19 - 1) and not canonical (a leading zero) are not delivery ids either.
+    const bad = await consume(DELIVERIES_QUEUE, [
+      { delivery_id: 5 },
+      'x',
+      null,
+      { delivery_id: '9223372036854775808' },
+      { delivery_id: '9999999999999999999' },
+      { delivery_id: '01' },
+    ]);
     expect(spy).not.toHaveBeenCalled();
     expect(result.explicitAcks).toEqual(ids);
-    expect(bad.result.explicitAcks).toHaveLength(3);
+    expect(bad.result.explicitAcks).toHaveLength(6);
     expect(warn.mock.calls.filter((c) => String(c[0]).includes('dropped a malformed delivery message'))).toHaveLength(
-      3,
+      6,
     );
   });
 

@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { bearerToken } from '../src/auth/bearer';
 import { requestIdOf } from '../src/http/envelope';
 import { withoutOws } from '../src/http/headers';
-import { parseIdempotencyKey } from '../src/webhooks/params';
+import { parseIdempotencyKey } from '../src/http/params';
 import {
   bearer,
   expectInvalidToken,

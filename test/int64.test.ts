@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { parseWebhookId } from '../src/webhooks/params';
+import { parseId } from '../src/core/int64';
 import {
   auditRows,
   bearer,
@@ -78,7 +78,7 @@ describe('webhook_id as int64', () => {
   });
 });
 
-describe('parseWebhookId', () => {
+describe('parseId', () => {
   it.each([
     ['1', '1'],
     ['007', '7'],
@@ -86,7 +86,7 @@ describe('parseWebhookId', () => {
     [INT64_MAX, INT64_MAX],
     [`000${INT64_MAX}`, INT64_MAX],
   ])('reads %s as %s', (text, id) => {
-    expect(parseWebhookId(text)).toBe(id);
+    expect(parseId(text)).toBe(id);
   });
 
   it.each([
@@ -105,6 +105,6 @@ describe('parseWebhookId', () => {
     '99999999999999999999',
     '1'.padStart(65, '0'),
   ])('refuses %j', (text) => {
-    expect(parseWebhookId(text)).toBeNull();
+    expect(parseId(text)).toBeNull();
   });
 });

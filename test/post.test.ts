@@ -1,8 +1,8 @@
 import { createScheduledController, env, SELF } from 'cloudflare:test';
 import { afterEach, describe, expect, it, vi } from 'vitest';
+import { PURGE_BATCH } from '../src/core/batches';
 import worker from '../src/index';
-import { PURGE_BATCH } from '../src/webhooks/purge';
-import { createWebhook } from '../src/webhooks/store';
+import { createWebhook } from '../src/webhooks/store/registration';
 import {
   auditRows,
   bearer,

@@ -1,7 +1,7 @@
 import { env } from 'cloudflare:test';
 import { Webhook as StandardWebhook } from 'standardwebhooks';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { recoverDeliveries } from '../src/deliveries/store';
+import { recoverDeliveries } from '../src/deliveries/store/recovery';
 import {
   auditRows,
   bearer,

@@ -1,9 +1,9 @@
 import type { MiddlewareHandler } from 'hono';
 import { errors, type JWTPayload, jwtVerify } from 'jose';
+import type { AppEnv } from '../http/app-env';
 import { ApiFailure, Code, retryLater } from '../http/envelope';
 import { withoutOws } from '../http/headers';
 import { authFailure } from '../http/limits';
-import type { AppEnv } from '../types';
 import { type AuthConfig, authConfig } from './config';
 import { KeysUnavailable } from './keys';
 
@@ -132,7 +132,7 @@ export async function verifyToken(token: string, config: AuthConfig): Promise<Id
   return identity;
 }
 
-/** Rejects the request unless it carries a valid token; sets `appId` and `jti` on the context. */
+/** Rejects the request unless it carries a valid token; sets `appId`, `jti` and `scope` on the context. */
 export const authenticate: MiddlewareHandler<AppEnv> = async (c, next) => {
   const config = await authConfig(c.env);
   let identity: Identity;

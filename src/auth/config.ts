@@ -1,4 +1,5 @@
-import { ConfigError } from '../http/envelope';
+import { ConfigError } from '../core/errors';
+import { perIsolate, setting } from '../core/settings';
 import { parseAlgorithms, publicKeys, remoteKeys, secretKeys, type VerificationKeys } from './keys';
 
 /** What token verification needs, prepared once per isolate. */
@@ -15,19 +16,11 @@ export interface AuthConfig {
 /** Default seconds of clock skew allowed on `exp`, `nbf` and `iat`. */
 export const DEFAULT_CLOCK_TOLERANCE = 5;
 
-const cache = new WeakMap<object, Promise<AuthConfig>>();
-
 /**
- * The authentication settings of `env`, checked and with the keys imported, once per isolate:
- * the Workers runtime hands the same `env` object to every request of an isolate.
+ * The authentication settings of `env`, checked and with the keys imported, once per isolate.
  */
 export function authConfig(env: CloudflareBindings): Promise<AuthConfig> {
-  let config = cache.get(env);
-  if (config === undefined) {
-    config = readAuthConfig(env);
-    cache.set(env, config);
-  }
-  return config;
+  return perIsolate(env, 'auth', () => readAuthConfig(env));
 }
 
 type Setting =
@@ -41,14 +34,6 @@ type Setting =
   | 'JWT_TYP'
   | 'JWT_CLOCK_TOLERANCE'
   | 'JWT_MAX_TOKEN_AGE';
-
-/** A setting's value, trimmed; undefined when unset or empty. */
-function setting(env: CloudflareBindings, name: Setting): string | undefined {
-  const value = (env as unknown as Record<string, unknown>)[name];
-  if (typeof value !== 'string') return undefined;
-  const trimmed = value.trim();
-  return trimmed === '' ? undefined : trimmed;
-}
 
 function seconds(env: CloudflareBindings, name: Setting, max: number): number | undefined {
   const value = setting(env, name);

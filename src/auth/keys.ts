@@ -11,7 +11,7 @@ import {
   type JWK,
   type JWTHeaderParameters,
 } from 'jose';
-import { ConfigError } from '../http/envelope';
+import { ConfigError } from '../core/errors';
 
 /** Picks the key for a token's protected header. */
 export type KeyResolver = (header: JWTHeaderParameters) => Promise<CryptoKey>;

@@ -1,20 +1,11 @@
 import type { Context } from 'hono';
+import { DELIVERY_CURSOR } from '../core/pages';
+import type { AppEnv } from '../http/app-env';
 import { badInput, notFound, success } from '../http/envelope';
-import type { AppEnv } from '../types';
-import { withD1 } from '../webhooks/d1';
-import {
-  cursorParam,
-  DELIVERY_CURSOR,
-  encodeCursor,
-  limitParam,
-  parseWebhookId,
-  queryOf,
-  single,
-  webhookIdParam,
-} from '../webhooks/params';
-import { sessionStart } from '../webhooks/read';
+import { cursorParam, idParam, limitParam, queryOf, single } from '../http/params';
+import { sessionStart, withD1 } from '../http/storage';
 import { deliveryJson, deliveryPageJson } from './representation';
-import { type DeliveryPageQuery, getDelivery, listDeliveries } from './store';
+import { type DeliveryPageQuery, getDelivery, listDeliveries } from './store/log';
 
 export const DELIVERY_STATUSES = ['pending', 'succeeded', 'failed', 'cancelled'];
 
@@ -39,22 +30,18 @@ export async function readDeliveries(c: Context<AppEnv>): Promise<Response> {
   const query = queryOf(c.req.url);
   const appId = c.get('appId');
   if (query.has('delivery_id')) {
-    const text = single(query, 'delivery_id') as string;
-    const deliveryId = parseWebhookId(text);
-    if (deliveryId === null) throw badInput('delivery_id must be a decimal integer from 1 to 9223372036854775807');
+    const deliveryId = idParam(query, 'delivery_id');
     const start = sessionStart(c.req.header('x-d1-bookmark'));
     const found = await withD1(c, start, (db) => getDelivery(db, deliveryId, appId));
     if (found === null) throw notFound('no such delivery for this application');
     return success(c, { value: deliveryJson(found.delivery, found.attempts) });
   }
   if (!query.has('webhook_id')) throw badInput('webhook_id or delivery_id is required');
-  const webhookId = webhookIdParam(query);
+  const webhookId = idParam(query);
   c.set('webhookId', webhookId);
   const page = deliveryPageQuery(query);
   const start = sessionStart(c.req.header('x-d1-bookmark'));
   const found = await withD1(c, start, (db) => listDeliveries(db, webhookId, appId, page));
   if (found === null) throw notFound();
-  const last = found.deliveries[found.deliveries.length - 1];
-  const next = found.more && last !== undefined ? encodeCursor(last.delivery_id, DELIVERY_CURSOR) : null;
-  return success(c, { value: deliveryPageJson(found.deliveries, next) });
+  return success(c, { value: deliveryPageJson(found.rows, found.next) });
 }

@@ -1,9 +1,9 @@
 // What the Cron Trigger does for deliveries: nothing lost (overdue deliveries queued again), and
 // nothing kept past the retention.
-import { inBatches } from '../webhooks/purge';
+import { inBatches } from '../core/batches';
+import { queueDeliveries } from '../platform/queues';
 import type { DeliveryConfig } from './config';
-import { queueDeliveries } from './queue';
-import { purgeOldDeliveries, takeOverdue } from './store';
+import { purgeOldDeliveries, takeOverdue } from './store/maintenance';
 
 /** Deliveries queued again per statement (one sendBatch of 100 messages). */
 const REQUEUE_BATCH = 100;

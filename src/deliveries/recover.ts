@@ -1,12 +1,12 @@
 import type { Context } from 'hono';
+import type { AppEnv } from '../http/app-env';
 import { jsonObject, readJsonBody } from '../http/body';
 import { badInput, conflict, notFound, success } from '../http/envelope';
-import type { AppEnv } from '../types';
-import { withD1 } from '../webhooks/d1';
-import { webhookIdField } from '../webhooks/params';
+import { idField } from '../http/params';
+import { withD1 } from '../http/storage';
+import { queueDeliveries } from '../platform/queues';
 import { deliveryConfig } from './config';
-import { queueDeliveries } from './queue';
-import { recoverDeliveries } from './store';
+import { recoverDeliveries } from './store/recovery';
 
 // ISO 8601 date and time with a time zone: 2026-11-23T14:05:35Z, 2026-11-23T14:05:35.951+01:00.
 const ISO_8601 = /^(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d)(?::(\d\d)(?:\.\d{1,9})?)?(?:Z|[+-](\d\d):?(\d\d))$/i;
@@ -41,7 +41,7 @@ export function parseInstant(value: unknown, name: string): number {
 export async function recover(c: Context<AppEnv>): Promise<Response> {
   const config = deliveryConfig(c.env);
   const body = jsonObject((await readJsonBody(c.req.raw)).value);
-  const webhookId = webhookIdField(body.webhook_id);
+  const webhookId = idField(body.webhook_id);
   const now = Date.now();
   if (body.since === undefined) throw badInput('since is required');
   const since = parseInstant(body.since, 'since');

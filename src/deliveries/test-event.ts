@@ -1,13 +1,13 @@
 import type { Context } from 'hono';
-import { isEventType } from '../events/event';
-import { eventToStore } from '../events/publish';
+import { isEventType } from '../core/event-types';
+import { eventToStore } from '../events/event';
+import { storeTestEvent } from '../events/store';
+import type { AppEnv } from '../http/app-env';
 import { jsonObject, readJsonBody } from '../http/body';
 import { badInput, conflict, notFound, success } from '../http/envelope';
-import type { AppEnv } from '../types';
-import { withD1 } from '../webhooks/d1';
-import { webhookIdField } from '../webhooks/params';
-import { firstQueued, queueDeliveries } from './queue';
-import { storeTestEvent } from './store';
+import { idField } from '../http/params';
+import { withD1 } from '../http/storage';
+import { firstQueued, queueDeliveries } from '../platform/queues';
 
 /** The type of a test event when the request names none. */
 export const TEST_EVENT_TYPE = 'webhook.test';
@@ -19,7 +19,7 @@ export const TEST_EVENT_TYPE = 'webhook.test';
  */
 export async function sendTestEvent(c: Context<AppEnv>): Promise<Response> {
   const { webhook_id: raw, type = TEST_EVENT_TYPE } = jsonObject((await readJsonBody(c.req.raw)).value);
-  const webhookId = webhookIdField(raw);
+  const webhookId = idField(raw);
   if (!isEventType(type)) throw badInput('type must be 1 to 64 letters, digits, _ or .');
   c.set('webhookId', webhookId);
   const event = eventToStore({ appId: c.get('appId'), type, data: '{}' }, null);

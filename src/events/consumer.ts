@@ -1,11 +1,11 @@
-import { firstQueued, queueDeliveries } from '../deliveries/queue';
-import { storeEvents } from '../deliveries/store';
+import { StorageFailure } from '../core/errors';
+import { log } from '../core/log';
 import { parseJsonText } from '../http/body';
 import { ApiFailure } from '../http/envelope';
-import { log } from '../http/log';
-import { retryD1 } from '../webhooks/d1';
-import { parseEvent } from './event';
-import { eventToStore } from './publish';
+import { retryD1 } from '../platform/d1';
+import { firstQueued, queueDeliveries } from '../platform/queues';
+import { eventToStore, parseEvent } from './event';
+import { type EventToStore, storeEvents } from './store';
 
 /**
  * How long a message waits when D1 cannot store it: 10 s, doubling with each attempt, at most an
@@ -20,7 +20,7 @@ export const storageWaitSeconds = (attempts: number) => Math.min(10 * 2 ** Math.
  * batch is acknowledged. A malformed message is dropped with a log line, never retried.
  */
 export async function consumeEvents(batch: MessageBatch<unknown>, env: CloudflareBindings): Promise<void> {
-  const valid: { message: Message<unknown>; event: ReturnType<typeof eventToStore> }[] = [];
+  const valid: { message: Message<unknown>; event: EventToStore }[] = [];
   for (const message of batch.messages) {
     try {
       // A message sent as JSON text is read like an HTTP body: depth limit, exact numbers.
@@ -35,16 +35,18 @@ export async function consumeEvents(batch: MessageBatch<unknown>, env: Cloudflar
   if (valid.length === 0) return;
   let stored: Awaited<ReturnType<typeof storeEvents>>;
   try {
-    stored = await retryD1(
-      () =>
-        storeEvents(
-          env.DB,
-          valid.map((v) => v.event),
-        ),
-      (attempt, err) => log('warn', { msg: 'retrying transient D1 error', attempt }, err),
+    stored = await retryD1(() =>
+      storeEvents(
+        env.DB,
+        valid.map((v) => v.event),
+      ),
     );
   } catch (err) {
-    log('error', { msg: 'could not store events; the batch is retried' }, err instanceof ApiFailure ? err.cause : err);
+    log(
+      'error',
+      { msg: 'could not store events; the batch is retried' },
+      err instanceof StorageFailure ? err.cause : err,
+    );
     for (const { message } of valid) message.retry({ delaySeconds: storageWaitSeconds(message.attempts) });
     return;
   }

@@ -1,5 +1,7 @@
 // The event object (one shape for the Queue and for HTTP): {"app_id", "type", "data", "id"?}.
+import { isEventType } from '../core/event-types';
 import { badInput } from '../http/envelope';
+import type { EventToStore } from './store';
 
 /** An event as it is stored: whose webhooks receive it, its type, and the body every attempt sends. */
 export interface NewEvent {
@@ -14,12 +16,8 @@ export interface NewEvent {
 // A number kept as its source text (see readJsonBody) is an object too, but not a JSON object.
 const isRawJson = (value: object) => (JSON as JSON & { isRawJSON?(v: unknown): boolean }).isRawJSON?.(value) === true;
 
-const TYPE = /^[A-Za-z0-9_.]{1,64}$/;
 const PUBLISHER_ID = /^[A-Za-z0-9_-]{1,64}$/;
 const MAX_APP_ID_LENGTH = 255;
-
-/** Whether `text` is an event type: 1 to 64 of A-Z a-z 0-9 _ . */
-export const isEventType = (text: unknown): text is string => typeof text === 'string' && TYPE.test(text);
 
 /**
  * Checks an event object; unknown fields are ignored. Throws a 400 failure saying what is wrong.
@@ -56,3 +54,19 @@ export const eventPayload = (type: string, timestamp: string, data: string) =>
 
 /** A new event id: what receivers see as `webhook-id` and deduplicate on. */
 export const newEventId = () => `evt_${crypto.randomUUID().replaceAll('-', '')}`;
+
+/**
+ * An event as stored now. `fallbackKey` makes it idempotent when the publisher gave no id (the
+ * queue message's id); null: a new event every time.
+ */
+export function eventToStore(event: NewEvent, fallbackKey: string | null): EventToStore {
+  const createdAt = new Date().toISOString();
+  return {
+    eventId: newEventId(),
+    appId: event.appId,
+    sourceKey: event.id === undefined ? fallbackKey : `id:${event.id}`,
+    type: event.type,
+    payload: eventPayload(event.type, createdAt, event.data),
+    createdAt,
+  };
+}

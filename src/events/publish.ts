@@ -1,30 +1,14 @@
 import type { Context } from 'hono';
-import { firstQueued, queueDeliveries } from '../deliveries/queue';
-import { type EventToStore, storeEvents } from '../deliveries/store';
+import type { AppEnv } from '../http/app-env';
 import { readJsonBody } from '../http/body';
 import { success } from '../http/envelope';
-import type { AppEnv } from '../types';
-import { withD1 } from '../webhooks/d1';
-import { eventPayload, type NewEvent, newEventId, parseEvent } from './event';
+import { withD1 } from '../http/storage';
+import { firstQueued, queueDeliveries } from '../platform/queues';
+import { eventToStore, parseEvent } from './event';
+import { storeEvents } from './store';
 
 /** Largest event body accepted over HTTP, in bytes. */
 export const MAX_EVENT_BYTES = 64 * 1024;
-
-/**
- * An event as stored now. `fallbackKey` makes it idempotent when the publisher gave no id (the
- * queue message's id); null: a new event every time.
- */
-export function eventToStore(event: NewEvent, fallbackKey: string | null): EventToStore {
-  const createdAt = new Date().toISOString();
-  return {
-    eventId: newEventId(),
-    appId: event.appId,
-    sourceKey: event.id === undefined ? fallbackKey : `id:${event.id}`,
-    type: event.type,
-    payload: eventPayload(event.type, createdAt, event.data),
-    createdAt,
-  };
-}
 
 /**
  * POST /v1.0/platform/nft/event: stores the event with its deliveries (one D1 round trip), answers

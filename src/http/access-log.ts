@@ -1,7 +1,7 @@
 import type { MiddlewareHandler } from 'hono';
-import type { AppEnv } from '../types';
+import { log } from '../core/log';
+import type { AppEnv } from './app-env';
 import { replyInfo, requestId } from './envelope';
-import { log } from './log';
 
 /**
  * One line per request: request id, application, operation (`operationOf` the request: null

@@ -1,7 +1,8 @@
 import type { Context } from 'hono';
-import type { AppEnv } from '../types';
+import { ConfigError, StorageFailure } from '../core/errors';
+import { log } from '../core/log';
+import type { AppEnv } from './app-env';
 import { withoutOws } from './headers';
-import { log } from './log';
 
 /**
  * Result codes: the documented interface's (PUT 64062, DELETE 64063), the extension's (GET of
@@ -61,18 +62,10 @@ export class ApiFailure extends Error {
   }
 }
 
-/** A missing or contradictory setting: the service fails closed (500) and logs `setting`. */
-export class ConfigError extends Error {
-  constructor(
-    readonly setting: string,
-    message: string,
-  ) {
-    super(message);
-    this.name = 'ConfigError';
-  }
-}
-
 export const badInput = (detail: string) => new ApiFailure(400, detail);
+
+/** Seconds a client should wait after a 503 caused by storage. */
+export const STORAGE_RETRY_AFTER = 2;
 
 /** A failure the client may retry after `seconds` (429, 503): says so in `Retry-After`. */
 export const retryLater = (status: number, detail: string, seconds: number, cause?: unknown) =>
@@ -163,6 +156,12 @@ export function success(
  * bookmark of a request that used D1).
  */
 export function failureReply(err: unknown, code: Code, reqId: string, headers?: Record<string, string>): Response {
+  if (err instanceof StorageFailure) {
+    // A store that may answer again soon is a 503 the client can retry; a broken one a 500.
+    err = err.retryable
+      ? retryLater(503, err.detail, STORAGE_RETRY_AFTER, err.cause)
+      : new ApiFailure(500, err.detail, { cause: err.cause });
+  }
   if (err instanceof ApiFailure) {
     // Details of a server-side failure go to the log, not to the client.
     const serverSide = err.status >= 500;

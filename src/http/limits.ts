@@ -1,7 +1,7 @@
 import type { Context, MiddlewareHandler } from 'hono';
-import type { AppEnv } from '../types';
+import { log } from '../core/log';
+import type { AppEnv } from './app-env';
 import { type ApiFailure, requestId, retryLater } from './envelope';
-import { log } from './log';
 
 /** The period of both limits in wrangler.toml, in seconds: how long a limited client waits. */
 export const RATE_LIMIT_PERIOD = 60;

@@ -1,6 +1,6 @@
 import type { Context, MiddlewareHandler, Next } from 'hono';
 import type { HonoBase } from 'hono/hono-base';
-import type { AppEnv } from '../types';
+import type { AppEnv } from './app-env';
 import { Code, envelope, requestId } from './envelope';
 
 /** What the request log calls an operation, and the code its every failure carries. */

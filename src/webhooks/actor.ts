@@ -1,7 +1,7 @@
 import type { Context } from 'hono';
+import type { AppEnv } from '../http/app-env';
 import { requestId } from '../http/envelope';
-import type { AppEnv } from '../types';
-import type { Actor } from './store';
+import type { Actor } from './store/rows';
 
 /** Who is making a change: the verified application, its token's `jti`, the request id. */
 export const actorOf = (c: Context<AppEnv>): Actor => ({

@@ -1,31 +1,24 @@
 import type { Context } from 'hono';
-import { allowedOrigins } from '../deliveries/config';
-import { decryptSecret, sealedNewSecret, secretKey } from '../deliveries/signing';
-import { isEventType } from '../events/event';
+import { isEventType } from '../core/event-types';
+import { wholeNumber } from '../core/settings';
+import type { AppEnv } from '../http/app-env';
 import { jsonObject, readJsonBody } from '../http/body';
-import { ApiFailure, badInput, ConfigError, conflict, success } from '../http/envelope';
-import type { AppEnv } from '../types';
+import { ApiFailure, badInput, conflict, success } from '../http/envelope';
+import { parseIdempotencyKey } from '../http/params';
+import { withD1 } from '../http/storage';
 import { actorOf } from './actor';
-import { withD1 } from './d1';
-import { parseIdempotencyKey } from './params';
 import { createdWebhookJson } from './representation';
-import { createWebhook, type NewWebhook, type UncheckedUrl } from './store';
-import { webhookUrl } from './url';
+import { decryptSecret, sealedNewSecret, secretKey } from './secrets';
+import { createWebhook, type NewWebhook, type UncheckedUrl } from './store/registration';
+import { allowedOrigins, webhookUrl } from './url';
 
 /** Webhooks an application may have when WEBHOOKS_PER_APP is not set. */
 export const DEFAULT_WEBHOOKS_PER_APP = 100;
 const MAX_WEBHOOKS_PER_APP = 1_000_000;
 
 /** WEBHOOKS_PER_APP: a whole number from 1 to 1,000,000; empty means the default. */
-export function webhooksPerApp(env: CloudflareBindings): number {
-  const value = typeof env.WEBHOOKS_PER_APP === 'string' ? env.WEBHOOKS_PER_APP.trim() : '';
-  if (value === '') return DEFAULT_WEBHOOKS_PER_APP;
-  const n = /^\d{1,7}$/.test(value) ? Number(value) : 0;
-  if (n < 1 || n > MAX_WEBHOOKS_PER_APP) {
-    throw new ConfigError('WEBHOOKS_PER_APP', `must be a whole number from 1 to ${MAX_WEBHOOKS_PER_APP}`);
-  }
-  return n;
-}
+export const webhooksPerApp = (env: CloudflareBindings): number =>
+  wholeNumber(env, 'WEBHOOKS_PER_APP', DEFAULT_WEBHOOKS_PER_APP, 1, MAX_WEBHOOKS_PER_APP);
 
 /** Most event types one webhook may name. */
 export const MAX_EVENT_TYPES = 50;

@@ -1,23 +1,15 @@
 import type { Context } from 'hono';
+import { WEBHOOK_CURSOR } from '../core/pages';
+import type { AppEnv } from '../http/app-env';
 import { badInput, notFound, success } from '../http/envelope';
-import type { AppEnv } from '../types';
-import { type SessionStart, withD1 } from './d1';
-import {
-  cursorParam,
-  encodeCursor,
-  limitParam,
-  parseBookmark,
-  parseEnabledFilter,
-  queryOf,
-  single,
-  webhookIdParam,
-} from './params';
+import { cursorParam, idParam, limitParam, parseEnabledFilter, queryOf, single } from '../http/params';
+import { sessionStart, withD1 } from '../http/storage';
 import { pageJson, webhookJson } from './representation';
-import { getWebhook, listWebhooks, type PageQuery } from './store';
+import { getWebhook, listWebhooks, type PageQuery } from './store/reads';
 
 /** The list's query parameters, each at most once; others are ignored. */
 export function pageQuery(query: URLSearchParams): PageQuery {
-  const page: PageQuery = { limit: limitParam(query), after: cursorParam(query) };
+  const page: PageQuery = { limit: limitParam(query), after: cursorParam(query, WEBHOOK_CURSOR) };
   const enabled = single(query, 'is_enabled');
   if (enabled !== undefined) {
     const filter = parseEnabledFilter(enabled);
@@ -25,14 +17,6 @@ export function pageQuery(query: URLSearchParams): PageQuery {
     page.enabled = filter;
   }
   return page;
-}
-
-/** Where a read's D1 session starts: no older than the client's bookmark, else anywhere. */
-export function sessionStart(header: string | undefined): SessionStart {
-  if (header === undefined) return 'first-unconstrained';
-  const bookmark = parseBookmark(header);
-  if (bookmark === null) throw badInput('X-D1-Bookmark is not a D1 bookmark');
-  return { bookmark };
 }
 
 /**
@@ -43,7 +27,7 @@ export async function readWebhooks(c: Context<AppEnv>): Promise<Response> {
   const query = queryOf(c.req.url);
   const appId = c.get('appId');
   if (query.has('webhook_id')) {
-    const webhookId = webhookIdParam(query);
+    const webhookId = idParam(query);
     c.set('webhookId', webhookId);
     const start = sessionStart(c.req.header('x-d1-bookmark'));
     const webhook = await withD1(c, start, (db) => getWebhook(db, webhookId, appId));
@@ -52,7 +36,6 @@ export async function readWebhooks(c: Context<AppEnv>): Promise<Response> {
   }
   const page = pageQuery(query);
   const start = sessionStart(c.req.header('x-d1-bookmark'));
-  const { webhooks, more } = await withD1(c, start, (db) => listWebhooks(db, appId, page));
-  const last = webhooks[webhooks.length - 1];
-  return success(c, { value: pageJson(webhooks, more && last !== undefined ? encodeCursor(last.id) : null) });
+  const { rows, next } = await withD1(c, start, (db) => listWebhooks(db, appId, page));
+  return success(c, { value: pageJson(rows, next) });
 }

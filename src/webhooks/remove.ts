@@ -1,14 +1,14 @@
 import type { Context } from 'hono';
+import type { AppEnv } from '../http/app-env';
 import { notFound, success } from '../http/envelope';
-import type { AppEnv } from '../types';
+import { idParam, queryOf } from '../http/params';
+import { withD1 } from '../http/storage';
 import { actorOf } from './actor';
-import { withD1 } from './d1';
-import { queryOf, webhookIdParam } from './params';
-import { deleteWebhook } from './store';
+import { deleteWebhook } from './store/state';
 
 /** DELETE: remove the webhook named by the `webhook_id` query parameter. */
 export async function removeWebhook(c: Context<AppEnv>): Promise<Response> {
-  const webhookId = webhookIdParam(queryOf(c.req.url));
+  const webhookId = idParam(queryOf(c.req.url));
   c.set('webhookId', webhookId);
   if (!(await withD1(c, 'first-primary', (db) => deleteWebhook(db, webhookId, actorOf(c))))) throw notFound();
   return success(c);

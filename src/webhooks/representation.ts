@@ -1,5 +1,5 @@
 // How the API writes webhooks: the one place that turns store rows into JSON.
-import type { WebhookRow } from './store';
+import type { WebhookRow } from './store/rows';
 
 /**
  * A webhook object. The id is the store's decimal text spliced in as a JSON integer, so its

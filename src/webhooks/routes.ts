@@ -1,9 +1,9 @@
 import type { HonoBase } from 'hono/hono-base';
 import { authenticate } from '../auth/bearer';
+import type { AppEnv } from '../http/app-env';
 import { Code } from '../http/envelope';
 import { limitApplication } from '../http/limits';
 import { mountPath } from '../http/operations';
-import type { AppEnv } from '../types';
 import { registerWebhook } from './create';
 import { readWebhooks } from './read';
 import { removeWebhook } from './remove';

@@ -1,20 +1,20 @@
 import type { Context } from 'hono';
-import { decryptSecret, sealedNewSecret, secretKey } from '../deliveries/signing';
+import type { AppEnv } from '../http/app-env';
 import { jsonObject, readJsonBody } from '../http/body';
 import { notFound, success } from '../http/envelope';
-import type { AppEnv } from '../types';
+import { idField, idParam, queryOf } from '../http/params';
+import { withD1 } from '../http/storage';
 import { actorOf } from './actor';
-import { withD1 } from './d1';
-import { queryOf, webhookIdField, webhookIdParam } from './params';
 import { secretJson } from './representation';
-import { provideSecrets, rotateSecret } from './store';
+import { decryptSecret, sealedNewSecret, secretKey } from './secrets';
+import { provideSecrets, rotateSecret } from './store/secrets';
 
 /**
  * GET /v1.0/app/nft/webhook/secret?webhook_id=N: the webhook's signing secret. A webhook
  * registered before secrets existed is given one now, atomically (racing reads get the same).
  */
 export async function readSecret(c: Context<AppEnv>): Promise<Response> {
-  const webhookId = webhookIdParam(queryOf(c.req.url));
+  const webhookId = idParam(queryOf(c.req.url));
   c.set('webhookId', webhookId);
   const key = await secretKey(c.env);
   // Used only if the webhook has no secret yet.
@@ -33,7 +33,7 @@ export async function readSecret(c: Context<AppEnv>): Promise<Response> {
  * delivery. Audited (`rotate_secret`, no secret in the record).
  */
 export async function rotateWebhookSecret(c: Context<AppEnv>): Promise<Response> {
-  const webhookId = webhookIdField(jsonObject((await readJsonBody(c.req.raw)).value).webhook_id);
+  const webhookId = idField(jsonObject((await readJsonBody(c.req.raw)).value).webhook_id);
   c.set('webhookId', webhookId);
   const { secret, sealed } = await sealedNewSecret(c.env);
   const found = await withD1(c, 'first-primary', (db) => rotateSecret(db, webhookId, sealed, actorOf(c)));

@@ -1,11 +1,11 @@
 import type { Context } from 'hono';
+import type { AppEnv } from '../http/app-env';
 import { jsonObject, readJsonBody } from '../http/body';
 import { badInput, notFound, success } from '../http/envelope';
-import type { AppEnv } from '../types';
+import { idField } from '../http/params';
+import { withD1 } from '../http/storage';
 import { actorOf } from './actor';
-import { withD1 } from './d1';
-import { webhookIdField } from './params';
-import { setWebhookEnabled, webhookExists } from './store';
+import { setWebhookEnabled, webhookExists } from './store/state';
 
 /** PUT's input. `isEnabled` undefined: the body did not say, nothing is to change. */
 export interface WebhookUpdate {
@@ -16,7 +16,7 @@ export interface WebhookUpdate {
 /** Validates a parsed PUT body: int64 `webhook_id`, optional boolean `is_enabled`; others ignored. */
 export function webhookUpdate(body: unknown): WebhookUpdate {
   const { webhook_id: raw, is_enabled: isEnabled } = jsonObject(body);
-  const webhookId = webhookIdField(raw);
+  const webhookId = idField(raw);
   if (isEnabled !== undefined && typeof isEnabled !== 'boolean') {
     throw badInput('is_enabled must be true or false');
   }

@@ -1,4 +1,6 @@
 import ipaddr from 'ipaddr.js';
+import { ConfigError } from '../core/errors';
+import { perIsolate, setting } from '../core/settings';
 import { badInput } from '../http/envelope';
 
 /** Longest webhook URL, as sent and as normalised. */
@@ -66,4 +68,29 @@ export function webhookUrl(text: string, allowed?: ReadonlySet<string>): string 
     throw refused('host is not a public DNS name');
   }
   return href;
+}
+
+/**
+ * WEBHOOK_URL_ALLOWED_ORIGINS: origins (`http://127.0.0.1:8790`) that registration and delivery
+ * accept although the URL rules refuse them, for local receivers and private test rigs. Empty by
+ * default, and never set in production.
+ */
+export function allowedOrigins(env: CloudflareBindings): ReadonlySet<string> {
+  return perIsolate(env, 'WEBHOOK_URL_ALLOWED_ORIGINS', () => {
+    const list = setting(env, 'WEBHOOK_URL_ALLOWED_ORIGINS')?.split(/\s+/) ?? [];
+    return new Set(
+      list.map((text) => {
+        let url: URL;
+        try {
+          url = new URL(text);
+        } catch {
+          throw new ConfigError('WEBHOOK_URL_ALLOWED_ORIGINS', `"${text.slice(0, 100)}" is not an origin`);
+        }
+        if (url.origin === 'null') {
+          throw new ConfigError('WEBHOOK_URL_ALLOWED_ORIGINS', `"${text.slice(0, 100)}" is not an http(s) origin`);
+        }
+        return url.origin;
+      }),
+    );
+  });
 }

@@ -1,4 +1,4 @@
-import { log } from '../http/log';
+import { log } from '../core/log';
 
 /** The body of a deliveries queue message: the delivery and its queue generation. */
 export interface DeliveryMessage {

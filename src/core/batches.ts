@@ -1,6 +1,4 @@
-import { purgeIdempotencyKeys } from './store';
-
-/** Rows deleted (or queued) per statement, and statements per Cron run at most. */
+/** Rows handled per statement, and statements per Cron run at most. */
 export const PURGE_BATCH = 1000;
 const PURGE_MAX_BATCHES = 100;
 
@@ -21,6 +19,3 @@ export async function inBatches(
   }
   return total;
 }
-
-/** Forgets Idempotency-Keys past their 24 hours; returns how many. */
-export const purgeExpiredKeys = (env: CloudflareBindings) => inBatches((n) => purgeIdempotencyKeys(env.DB, n));

@@ -1,0 +1,73 @@
+// What an attempt means for its delivery: the retry schedule (DELIVERY_RETRY_SCHEDULE), the
+// receiver's Retry-After, and when a delivery ends. Pure functions.
+import type { AttemptResult } from './attempt';
+import { type DeliveryConfig, MAX_DELAY_SECONDS } from './config';
+import type { DeliveryChange, DeliveryToAttempt } from './store/dispatch';
+
+/** What to do with one delivery's queue message after the batch. */
+export type Verdict = { ack: true } | { ack: false; delaySeconds: number };
+
+/** How long deliveries wait when they cannot be attempted now (configuration, secrets, the unexpected). */
+export const WAIT_SECONDS = 60;
+
+const iso = (ms: number) => new Date(ms).toISOString();
+
+/** Whether an attempt succeeded: a 2xx reply. */
+export const succeeded = (result: AttemptResult) =>
+  result.status !== null && result.status >= 200 && result.status < 300;
+
+/**
+ * The delivery's state after an attempt made at `at`, and its message's verdict: it ended
+ * (succeeded, answered 410 Gone, or had its last scheduled attempt), or it waits for its next
+ * step of the schedule (longer when the receiver asked, up to the longest queue delay).
+ */
+export function afterAttempt(
+  row: DeliveryToAttempt,
+  result: AttemptResult,
+  at: number,
+  config: DeliveryConfig,
+): { change: DeliveryChange; verdict: Verdict } {
+  const attempts = row.attempts + 1;
+  const base = { delivery_id: row.delivery_id, expected: row.attempts, attempts };
+  const record = { at: iso(at), status: result.status, error: result.error };
+  const ok = succeeded(result);
+  const step = attempts - row.schedule_start - 1;
+  const scheduled = config.schedule[step];
+  if (ok || result.status === 410 || scheduled === undefined) {
+    const status = ok ? 'succeeded' : 'failed';
+    return { change: { ...base, status, next_attempt_at: null, attempt: record }, verdict: { ack: true } };
+  }
+  const delay =
+    result.retryAfter === null ? scheduled : Math.max(scheduled, Math.min(result.retryAfter, MAX_DELAY_SECONDS));
+  return {
+    change: { ...base, status: 'pending', next_attempt_at: iso(at + delay * 1000), attempt: record },
+    verdict: { ack: false, delaySeconds: delay },
+  };
+}
+
+/** No attempt now: the delivery stays as it is and waits WAIT_SECONDS. */
+export function waiting(row: DeliveryToAttempt, now: number): { change: DeliveryChange; verdict: Verdict } {
+  return {
+    change: {
+      delivery_id: row.delivery_id,
+      expected: row.attempts,
+      status: 'pending',
+      attempts: row.attempts,
+      next_attempt_at: iso(now + WAIT_SECONDS * 1000),
+      attempt: null,
+    },
+    verdict: { ack: false, delaySeconds: WAIT_SECONDS },
+  };
+}
+
+/** The webhook is gone or disabled: the delivery ends as cancelled, without a request. */
+export function cancelled(row: DeliveryToAttempt): DeliveryChange {
+  return {
+    delivery_id: row.delivery_id,
+    expected: row.attempts,
+    status: 'cancelled',
+    attempts: row.attempts,
+    next_attempt_at: null,
+    attempt: null,
+  };
+}

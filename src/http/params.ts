@@ -1,0 +1,94 @@
+// One parser per kind of request input, each a pure function: text in, a checked value out (or
+// null, or a 400 failure). Every route that reads a kind of input reads it here.
+import { digitsOnly, idRange, parseId } from '../core/int64';
+import { parseCursor } from '../core/pages';
+import { NumberText } from './body';
+import { badInput } from './envelope';
+import { withoutOws } from './headers';
+
+/** The query parameters of a request URL (none when it has no `?`). */
+export function queryOf(url: string): URLSearchParams {
+  const q = url.indexOf('?');
+  return new URLSearchParams(q === -1 ? '' : url.slice(q + 1));
+}
+
+/** A query parameter given at most once: its value, or undefined when absent; repeated is 400. */
+export function single(query: URLSearchParams, name: string): string | undefined {
+  const values = query.getAll(name);
+  if (values.length > 1) throw badInput(`${name} must be given once`);
+  return values[0];
+}
+
+/** An int64 id query parameter (`webhook_id`, `delivery_id`), exactly once. */
+export function idParam(query: URLSearchParams, name = 'webhook_id'): string {
+  const text = single(query, name);
+  if (text === undefined) throw badInput(`${name} query parameter is required`);
+  const id = parseId(text);
+  if (id === null) throw badInput(idRange(name));
+  return id;
+}
+
+/**
+ * An int64 id field of a JSON body (`webhook_id`, `delivery_id`): a JSON integer (arriving as its
+ * NumberText, see readJsonBody) or a string of decimal digits, as protobuf's JSON mapping writes
+ * int64; 1 to 2^63 - 1.
+ */
+export function idField(raw: unknown, name = 'webhook_id'): string {
+  if (raw === undefined) throw badInput(`${name} is required`);
+  const text = typeof raw === 'string' ? raw : raw instanceof NumberText ? raw.text : null;
+  const id = text === null ? null : parseId(text);
+  if (id === null) throw badInput(idRange(name));
+  return id;
+}
+
+export const DEFAULT_PAGE_SIZE = 20;
+export const MAX_PAGE_SIZE = 100;
+
+/** A page size: decimal digits, 1 to MAX_PAGE_SIZE; null otherwise. */
+export function parseLimit(text: string): number | null {
+  if (text.length === 0 || text.length > 8 || !digitsOnly(text)) return null;
+  const n = Number(text);
+  return n >= 1 && n <= MAX_PAGE_SIZE ? n : null;
+}
+
+/** The `limit` query parameter, at most once: 1 to MAX_PAGE_SIZE, default DEFAULT_PAGE_SIZE. */
+export function limitParam(query: URLSearchParams): number {
+  const text = single(query, 'limit');
+  if (text === undefined) return DEFAULT_PAGE_SIZE;
+  const n = parseLimit(text);
+  if (n === null) throw badInput(`limit must be a whole number from 1 to ${MAX_PAGE_SIZE}`);
+  return n;
+}
+
+/** The `cursor` query parameter of a list (its cursor `prefix`), at most once: the id it continues from. */
+export function cursorParam(query: URLSearchParams, prefix: string): string | undefined {
+  const text = single(query, 'cursor');
+  if (text === undefined) return undefined;
+  const id = parseCursor(text, prefix);
+  if (id === null) throw badInput('cursor is not a next_cursor this API issued');
+  return id;
+}
+
+/** The `is_enabled` list filter: exactly `true` or `false`; null otherwise. */
+export function parseEnabledFilter(text: string): boolean | null {
+  return text === 'true' ? true : text === 'false' ? false : null;
+}
+
+// The shape of a bookmark D1 issues: hex groups joined by `-` (e.g.
+// 0000002c-00000002-00004f68-b8c5a0fd...). The session constraints are not bookmarks.
+const BOOKMARK = /^[0-9a-f]+(?:-[0-9a-f]+)+$/i;
+export const MAX_BOOKMARK_LENGTH = 128;
+
+/** An `X-D1-Bookmark` value, or null when it is not shaped like a bookmark D1 issues. */
+export function parseBookmark(text: string): string | null {
+  return text.length <= MAX_BOOKMARK_LENGTH && BOOKMARK.test(text) ? text : null;
+}
+
+/**
+ * An `Idempotency-Key` header value: 1 to 255 visible ASCII characters once the whitespace around
+ * it is removed (the same key with or without it is one key); null otherwise.
+ */
+export function parseIdempotencyKey(header: string): string | null {
+  const text = withoutOws(header);
+  return /^[\x21-\x7e]{1,255}$/.test(text) ? text : null;
+}

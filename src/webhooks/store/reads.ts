@@ -1,0 +1,39 @@
+// Reading webhooks (GET): one of the application's, or a keyset page of them. One round trip each.
+import { type Page, pageOf, WEBHOOK_CURSOR } from '../../core/pages';
+import type { Db } from '../../platform/d1';
+import { COLUMNS, OWNED, type WebhookRow } from './rows';
+
+/** One webhook of the application, or null when it has no such webhook. */
+export function getWebhook(db: Db, webhookId: string, appId: string): Promise<WebhookRow | null> {
+  return db.prepare(`SELECT ${COLUMNS} FROM webhooks WHERE ${OWNED}`).bind(webhookId, appId).first<WebhookRow>();
+}
+
+export interface PageQuery {
+  /** Only webhooks with a greater id (the cursor's); undefined for the first page. */
+  after?: string;
+  /** Only enabled (true) or disabled (false) webhooks; undefined for all. */
+  enabled?: boolean;
+  limit: number;
+}
+
+/**
+ * A keyset page of the application's webhooks, oldest (smallest id) first, with the cursor of
+ * the next page.
+ */
+export async function listWebhooks(
+  db: Db,
+  appId: string,
+  { after, enabled, limit }: PageQuery,
+): Promise<Page<WebhookRow>> {
+  const { results } = await db
+    .prepare(
+      `SELECT ${COLUMNS}
+       FROM webhooks
+       WHERE app_id = ?1 AND webhook_id > CAST(?2 AS INTEGER) AND (?3 IS NULL OR is_enabled = ?3)
+       ORDER BY webhook_id
+       LIMIT ?4`,
+    )
+    .bind(appId, after ?? '0', enabled === undefined ? null : enabled ? 1 : 0, limit + 1)
+    .all<WebhookRow>();
+  return pageOf(results, limit, (row) => row.id, WEBHOOK_CURSOR);
+}

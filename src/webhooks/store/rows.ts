@@ -1,0 +1,67 @@
+// The webhooks table as the stores see it: its row, its columns, the audit record's columns, and
+// the one ownership condition every statement uses. Webhook ids travel as decimal text, turned into
+// INTEGER by SQLite (CAST) both ways, so an int64 is never rounded through a JavaScript double.
+
+/** Who made a change, recorded with it. */
+export interface Actor {
+  appId: string;
+  jti: string | null;
+  requestId: string;
+}
+
+export const NOW = `strftime('%Y-%m-%dT%H:%M:%fZ', 'now')`;
+
+// The whole row, as JSON text, for the audit record. SQLite writes the integer id exactly. The
+// signing secrets are never part of it.
+export const ROW_JSON = `json_object(
+    'webhook_id', webhook_id, 'app_id', app_id, 'url', url, 'is_enabled', is_enabled,
+    'event_types', json(event_types), 'created_at', created_at, 'updated_at', updated_at)`;
+
+/** A webhook as the store returns it: the id as decimal text, `is_enabled` as stored (0/1). */
+export interface WebhookRow {
+  id: string;
+  url: string;
+  is_enabled: number;
+  /** JSON text of the event types it receives; null: every type. */
+  event_types: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+/**
+ * The WebhookRow columns (named with `prefix`), from the table's own columns or from the fields
+ * of a row's JSON.
+ */
+const rowColumns = (column: (name: string) => string = (name) => name, prefix = '') =>
+  `CAST(${column('webhook_id')} AS TEXT) AS ${prefix}id, ${[
+    'url',
+    'is_enabled',
+    'event_types',
+    'created_at',
+    'updated_at',
+  ]
+    .map((name) => `${column(name)} AS ${prefix}${name}`)
+    .join(', ')}`;
+export const COLUMNS = rowColumns();
+/** The WebhookRow of a webhook's row as JSON (an audit record's `row_before`, a key's `webhook_row`). */
+export const columnsOf = (json: string, prefix: string) =>
+  rowColumns((name) => `json_extract(${json}, '$.${name}')`, prefix);
+
+/** The WebhookRow of columns named with `prefix`, or undefined when they are null (no such row). */
+export function prefixed(row: Record<string, unknown>, prefix: string): WebhookRow | undefined {
+  if (row[`${prefix}id`] === null) return undefined;
+  const pick = (name: string) => row[`${prefix}${name}`];
+  return {
+    id: pick('id'),
+    url: pick('url'),
+    is_enabled: pick('is_enabled'),
+    event_types: pick('event_types') ?? null,
+    created_at: pick('created_at'),
+    updated_at: pick('updated_at'),
+  } as WebhookRow;
+}
+
+/** A statement's condition for the application's webhook: `?1` its id (decimal text), `?2` the application. */
+export const OWNED = 'webhook_id = CAST(?1 AS INTEGER) AND app_id = ?2';
+
+export const AUDIT_COLUMNS = 'webhook_id, app_id, action, row_before, actor, actor_jti, request_id';
