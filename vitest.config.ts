@@ -57,8 +57,10 @@ const workers = {
         ratelimits: {
           APP_RATE_LIMITER: { namespace_id: '1001', ...unlimited },
           AUTH_FAILURE_RATE_LIMITER: { namespace_id: '1002', ...unlimited },
+          PUBLISH_RATE_LIMITER: { namespace_id: '1003', ...unlimited },
           TEST_APP_LIMITER: { namespace_id: '9101', simple: { limit: 3, period: 60 } },
           TEST_FAILURE_LIMITER: { namespace_id: '9102', simple: { limit: 3, period: 60 } },
+          TEST_PUBLISH_LIMITER: { namespace_id: '9103', simple: { limit: 3, period: 60 } },
         },
       },
     }),

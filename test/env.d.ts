@@ -12,5 +12,6 @@ declare namespace Cloudflare {
     /** Small real (simulated) limiters: 3 per 60 s. */
     TEST_APP_LIMITER: RateLimit;
     TEST_FAILURE_LIMITER: RateLimit;
+    TEST_PUBLISH_LIMITER: RateLimit;
   }
 }

@@ -23,14 +23,18 @@ const deleteRequest = (id: string, headers: Record<string, string>) =>
   new Request(`${URL_}?webhook_id=${id}`, { method: 'DELETE', headers });
 
 describe('rate limits', () => {
-  it('Retry-After matches the period wrangler.toml sets, in every environment, for both limits', () => {
+  it('Retry-After matches the period wrangler.toml sets, in every environment, for every limit', () => {
     const configs = JSON.parse(env.TEST_RATELIMITS) as Record<
       string,
       { name: string; simple: { limit: number; period: number } }[]
     >;
     expect(Object.keys(configs).sort()).toEqual(['local', 'production', 'staging']);
     for (const limits of Object.values(configs)) {
-      expect(limits.map((l) => l.name).sort()).toEqual(['APP_RATE_LIMITER', 'AUTH_FAILURE_RATE_LIMITER']);
+      expect(limits.map((l) => l.name).sort()).toEqual([
+        'APP_RATE_LIMITER',
+        'AUTH_FAILURE_RATE_LIMITER',
+        'PUBLISH_RATE_LIMITER',
+      ]);
       for (const limit of limits) expect(limit.simple.period).toBe(60);
     }
     // Deployed environments limit as the local run does.

@@ -5,7 +5,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import doc from '../docs/openapi.json';
 import { consumeDeliveries } from '../src/deliveries/consumer';
 import { DELIVERY_PATH, RECOVER_PATH, TEST_EVENT_PATH } from '../src/deliveries/routes';
-import { EVENT_PATH } from '../src/events/routes';
+import { EVENT_PATH, EVENTS_PATH } from '../src/events/routes';
 import { Code, envelope } from '../src/http/envelope';
 import { allowedMethods, operationCode } from '../src/http/operations';
 import { SECRET_PATH } from '../src/webhooks/routes';
@@ -320,6 +320,7 @@ describe('docs/openapi.json', () => {
     const token = await tokenFor('app-s');
     const publisher = await tokenFor('platform-svc', { scope: 'events:publish' });
     const limited = { ...env, APP_RATE_LIMITER: { limit: async () => ({ success: false }) } };
+    const publishLimited = { ...env, PUBLISH_RATE_LIMITER: { limit: async () => ({ success: false }) } };
 
     // A webhook registered through the API (with its secret), one stored without a secret, another application's.
     const created = await fetchWith(
@@ -412,7 +413,7 @@ describe('docs/openapi.json', () => {
       ['403 scope not a string', () => fetchWith({}, eventRequest(bearer(scopeArray as string), event()))],
       ['413', () => fetchWith({}, eventRequest(bearer(publisher), sized(MAX_EVENT_BYTES + 1)))],
       ['415', () => fetchWith({}, eventRequest(bearer(publisher), event(), 'text/plain'))],
-      ['429', () => fetchWith(limited, eventRequest(bearer(publisher), event()))],
+      ['429', () => fetchWith(publishLimited, eventRequest(bearer(publisher), event()))],
       ['500', () => fetchWith({ DB: broken() }, eventRequest(bearer(publisher), event()))],
       ['503', () => fetchWith({ DB: overloaded() }, eventRequest(bearer(publisher), event()))],
     ];
@@ -1122,7 +1123,15 @@ describe('docs/openapi.json', () => {
   });
 
   it("documents every method of each path, and gives each operation's failures its code", () => {
-    expect(Object.keys(paths)).toEqual([PATH, SECRET_PATH, DELIVERY_PATH, TEST_EVENT_PATH, RECOVER_PATH, EVENT_PATH]);
+    expect(Object.keys(paths)).toEqual([
+      PATH,
+      SECRET_PATH,
+      DELIVERY_PATH,
+      TEST_EVENT_PATH,
+      RECOVER_PATH,
+      EVENT_PATH,
+      EVENTS_PATH,
+    ]);
     for (const [path, methods] of Object.entries(paths)) {
       expect(documentedMethods(path), path).toBe(allowedMethods(path));
       for (const [method, operation] of Object.entries(methods) as [Method, { responses: Node }][]) {

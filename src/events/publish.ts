@@ -5,7 +5,7 @@ import { success } from '../http/envelope';
 import { withD1 } from '../http/storage';
 import { firstQueued, queueDeliveries } from '../platform/queues';
 import { eventToStore, parseEvent } from './event';
-import { storeEvents } from './store';
+import { type EventToStore, storeEvents } from './store';
 
 /** Largest event body accepted over HTTP, in bytes. */
 export const MAX_EVENT_BYTES = 64 * 1024;
@@ -17,10 +17,19 @@ export const MAX_EVENT_BYTES = 64 * 1024;
  */
 export async function publishEvent(c: Context<AppEnv>): Promise<Response> {
   const { value } = await readJsonBody(c.req.raw, { maxBytes: MAX_EVENT_BYTES, exactNumbers: true });
-  const event = eventToStore(parseEvent(value), null);
-  const [stored] = await withD1(c, 'first-primary', (db) => storeEvents(db, [event]));
-  const { eventId, deliveryIds } = stored as { eventId: string; deliveryIds: string[] };
-  c.set('eventId', eventId);
-  if (deliveryIds.length > 0) c.executionCtx.waitUntil(queueDeliveries(c.env, firstQueued(deliveryIds)));
+  const [eventId] = await storePublished(c, [eventToStore(parseEvent(value), null)]);
+  c.set('eventId', eventId as string);
   return success(c, { status: 202, value: `{"event_id":${JSON.stringify(eventId)}}` });
+}
+
+/**
+ * Stores published events with their deliveries (one D1 round trip) and queues the deliveries
+ * after the reply. Returns each event's id, in order: an earlier event's for an id its
+ * application published before.
+ */
+export async function storePublished(c: Context<AppEnv>, events: EventToStore[]): Promise<string[]> {
+  const stored = await withD1(c, 'first-primary', (db) => storeEvents(db, events));
+  const deliveryIds = stored.flatMap((s) => s.deliveryIds);
+  if (deliveryIds.length > 0) c.executionCtx.waitUntil(queueDeliveries(c.env, firstQueued(deliveryIds)));
+  return stored.map((s) => s.eventId);
 }

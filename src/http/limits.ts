@@ -3,7 +3,7 @@ import { log } from '../core/log';
 import type { AppEnv } from './app-env';
 import { type ApiFailure, requestId, retryLater } from './envelope';
 
-/** The period of both limits in wrangler.toml, in seconds: how long a limited client waits. */
+/** The period of every limit in wrangler.toml, in seconds: how long a limited client waits. */
 export const RATE_LIMIT_PERIOD = 60;
 
 const rateLimited = (detail: string) => retryLater(429, detail, RATE_LIMIT_PERIOD);
@@ -27,6 +27,17 @@ async function allowed(c: Context<AppEnv>, limiter: RateLimit | undefined, key: 
 export const limitApplication: MiddlewareHandler<AppEnv> = async (c, next) => {
   if (!(await allowed(c, c.env.APP_RATE_LIMITER, `app:${c.get('appId')}`))) {
     throw rateLimited('application rate limit exceeded');
+  }
+  await next();
+};
+
+/**
+ * Limits publishing per publisher (PUBLISH_RATE_LIMITER): a limiter of its own, so platform
+ * services never count on the applications' limiter, whatever they send (one event or a batch).
+ */
+export const limitPublisher: MiddlewareHandler<AppEnv> = async (c, next) => {
+  if (!(await allowed(c, c.env.PUBLISH_RATE_LIMITER, `publisher:${c.get('appId')}`))) {
+    throw rateLimited('publisher rate limit exceeded');
   }
   await next();
 };
