@@ -41,6 +41,7 @@ const workers = {
           AUTO_DISABLE_AFTER_HOURS: '',
           DELIVERY_RETENTION_DAYS: '',
           DELIVERY_REQUEUE_AFTER_SECONDS: '',
+          ENDPOINT_RATE_LIMIT: '',
           WEBHOOK_URL_ALLOWED_ORIGINS: '',
           TEST_MIGRATIONS: migrations,
           TEST_SCHEMA: schema,

@@ -1,5 +1,6 @@
 // The Worker: HTTP (the app), the two queues it consumes, and the Cron Trigger.
-// The main module exports the handlers only: workerd refuses any other named export.
+// The main module exports the handlers and the Durable Object classes only: workerd refuses any
+// other named export.
 import { app } from './app';
 import { log } from './core/log';
 import { runCron } from './cron';
@@ -12,6 +13,8 @@ import { operationCode } from './http/operations';
 /** The queues this Worker consumes (wrangler.toml [[queues.consumers]]), by name: environments add a suffix. */
 const EVENTS_QUEUE = /^nft-webhook-events(-\w+)?$/;
 const DELIVERIES_QUEUE = /^nft-webhook-deliveries(-\w+)?$/;
+
+export { Endpoint } from './deliveries/endpoint';
 
 export default {
   async fetch(request, env, ctx) {

@@ -13,7 +13,14 @@ export interface DeliveryConfig {
   retentionDays: number;
   /** Seconds a pending delivery may be overdue before the Cron Trigger queues it again. */
   requeueAfterSeconds: number;
+  /** Attempts a second that any one endpoint is sent at most (ENDPOINT_RATE_LIMIT). */
+  endpointRate: number;
 }
+
+/** Attempts a second per endpoint when ENDPOINT_RATE_LIMIT is not set. */
+export const DEFAULT_ENDPOINT_RATE = 50;
+/** The most a rate limit may allow (ENDPOINT_RATE_LIMIT, a webhook's rate_limit). */
+export const MAX_ENDPOINT_RATE = 1000;
 
 export const DEFAULT_SCHEDULE = '5s 5m 30m 2h 5h 10h 10h';
 /** The longest a queue message can be delayed (Cloudflare Queues), so the longest delay. */
@@ -54,5 +61,6 @@ export function deliveryConfig(env: CloudflareBindings): DeliveryConfig {
     autoDisableHours: wholeNumber(env, 'AUTO_DISABLE_AFTER_HOURS', 120, 1, 8760),
     retentionDays: wholeNumber(env, 'DELIVERY_RETENTION_DAYS', 30, 1, 3650),
     requeueAfterSeconds: wholeNumber(env, 'DELIVERY_REQUEUE_AFTER_SECONDS', 300, 5, 86_400),
+    endpointRate: wholeNumber(env, 'ENDPOINT_RATE_LIMIT', DEFAULT_ENDPOINT_RATE, 1, MAX_ENDPOINT_RATE),
   }));
 }

@@ -1,6 +1,6 @@
-// The consumer of the deliveries queue. A queue batch is the unit of D1 work, in five steps: load
-// its deliveries (one statement), plan which are due, dispatch those (concurrently), record what
-// happened (one batch), settle the messages. D1 is the record, the queue only the timer: a lost
+// The consumer of the deliveries queue. A queue batch is the unit of D1 work, in six steps: load
+// its deliveries (one statement), plan which are due, hold back what their endpoints' rates do not
+// allow yet, dispatch the rest (concurrently), record what happened (one batch), settle the messages. D1 is the record, the queue only the timer: a lost
 // message is found again by the Cron Trigger.
 import { ConfigError, describeFailure, StorageFailure } from '../core/errors';
 import { parseId } from '../core/int64';
@@ -14,6 +14,7 @@ import { planBatch } from './plan';
 import { recordOf } from './record';
 import { WAIT_SECONDS } from './schedule';
 import { loadDeliveries, recordBatch } from './store/dispatch';
+import { throttle } from './throttle';
 
 /** How long a batch waits when storage cannot load or record it. */
 const STORAGE_WAIT_SECONDS = 10;
@@ -80,9 +81,10 @@ export async function consumeDeliveries(
     [...messages].map(([id, list]) => [id, list.map((m) => ({ id: m.message.id, gen: m.gen }))]),
   );
   const plan = planBatch(rows, generations, Date.now());
-  const aes = await prepareSigning(env, plan.due);
-  const dispatched = await dispatchAll(plan.due, { aes, allowed, timeoutMs: config.timeoutSeconds * 1000, fetcher });
-  const record = recordOf(plan, dispatched, config, Date.now());
+  const { allowed: sendable, held } = await throttle(env, plan.due, () => config.endpointRate);
+  const aes = await prepareSigning(env, sendable);
+  const dispatched = await dispatchAll(sendable, { aes, allowed, timeoutMs: config.timeoutSeconds * 1000, fetcher });
+  const record = recordOf(plan, held, dispatched, config, Date.now());
 
   try {
     await retryD1(() => recordBatch(env.DB, record.attempts, record.changes, record.health, record.disable));

@@ -7,6 +7,7 @@ import type { Dispatched } from './dispatch';
 import type { Plan } from './plan';
 import { afterAttempt, succeeded, type Verdict, waiting } from './schedule';
 import type { AttemptRecord, DeliveryChange } from './store/dispatch';
+import type { Held } from './throttle';
 
 /** However short AUTO_DISABLE_AFTER_HOURS, two failures at least this far apart are needed. */
 const MIN_FAILING_HOURS = 12;
@@ -38,8 +39,17 @@ function logAttempt(done: Extract<Dispatched, { kind: 'attempted' }>, change: De
   });
 }
 
-/** The record of a batch: the plan's cancellations, then each dispatch's attempt and new state. */
-export function recordOf(plan: Plan, dispatched: Dispatched[], config: DeliveryConfig, now: number): BatchRecord {
+/**
+ * The record of a batch: the plan's cancellations, the deliveries its endpoints' rates held back
+ * (no attempt), then each dispatch's attempt and new state.
+ */
+export function recordOf(
+  plan: Plan,
+  held: Held[],
+  dispatched: Dispatched[],
+  config: DeliveryConfig,
+  now: number,
+): BatchRecord {
   const record: BatchRecord = {
     attempts: [],
     changes: [...plan.changes],
@@ -49,6 +59,11 @@ export function recordOf(plan: Plan, dispatched: Dispatched[], config: DeliveryC
   };
   const health = new Map<string, HealthChange>();
   const disable = new Map<string, DisableCandidate>();
+  for (const { row, delaySeconds } of held) {
+    const { change, verdict } = waiting(row, now, delaySeconds);
+    record.changes.push(change);
+    record.verdicts.set(row.delivery_id, verdict);
+  }
   for (const done of dispatched) {
     const { row } = done;
     if (done.kind === 'wait') {

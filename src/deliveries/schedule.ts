@@ -45,18 +45,22 @@ export function afterAttempt(
   };
 }
 
-/** No attempt now: the delivery stays as it is and waits WAIT_SECONDS. */
-export function waiting(row: DeliveryToAttempt, now: number): { change: DeliveryChange; verdict: Verdict } {
+/** No attempt now: the delivery stays as it is and waits `seconds` (WAIT_SECONDS unless said). */
+export function waiting(
+  row: DeliveryToAttempt,
+  now: number,
+  seconds = WAIT_SECONDS,
+): { change: DeliveryChange; verdict: Verdict } {
   return {
     change: {
       delivery_id: row.delivery_id,
       expected: row.attempts,
       status: 'pending',
       attempts: row.attempts,
-      next_attempt_at: iso(now + WAIT_SECONDS * 1000),
+      next_attempt_at: iso(now + seconds * 1000),
       attempt: null,
     },
-    verdict: { ack: false, delaySeconds: WAIT_SECONDS },
+    verdict: { ack: false, delaySeconds: seconds },
   };
 }
 
