@@ -12,8 +12,8 @@ import { type DeliveryConfig, deliveryConfig } from './config';
 import { dispatchAll, prepareSigning } from './dispatch';
 import { planBatch } from './plan';
 import { recordOf } from './record';
-import { WAIT_SECONDS } from './schedule';
-import { loadDeliveries, recordBatch } from './store/dispatch';
+import { type Verdict, WAIT_SECONDS } from './schedule';
+import { type DeliveryToAttempt, loadDeliveries, recordBatch } from './store/dispatch';
 import { throttle } from './throttle';
 
 /** How long a batch waits when storage cannot load or record it. */
@@ -60,10 +60,10 @@ export async function consumeDeliveries(
   fetcher: typeof fetch = fetch,
 ): Promise<void> {
   let config: DeliveryConfig;
-  let allowed: ReadonlySet<string>;
+  let origins: ReadonlySet<string>;
   try {
     config = deliveryConfig(env);
-    allowed = allowedOrigins(env);
+    origins = allowedOrigins(env);
   } catch (err) {
     if (!(err instanceof ConfigError)) throw err;
     return retryBatch(batch, `${describeFailure(err)}; deliveries wait`, WAIT_SECONDS);
@@ -71,7 +71,7 @@ export async function consumeDeliveries(
   const messages = messagesByDelivery(batch);
   if (messages.size === 0) return;
 
-  let rows: Awaited<ReturnType<typeof loadDeliveries>>;
+  let rows: DeliveryToAttempt[];
   try {
     rows = await retryD1(() => loadDeliveries(env.DB, [...messages.keys()]));
   } catch (err) {
@@ -81,9 +81,10 @@ export async function consumeDeliveries(
     [...messages].map(([id, list]) => [id, list.map((m) => ({ id: m.message.id, gen: m.gen }))]),
   );
   const plan = planBatch(rows, generations, Date.now());
-  const { allowed: sendable, held } = await throttle(env, plan.due, () => config.endpointRate);
-  const aes = await prepareSigning(env, sendable);
-  const dispatched = await dispatchAll(sendable, { aes, allowed, timeoutMs: config.timeoutSeconds * 1000, fetcher });
+  const { allowed, held } = await throttle(env, plan.due, () => config.endpointRate);
+  const aes = await prepareSigning(env, allowed);
+  const context = { aes, origins, timeoutMs: config.timeoutSeconds * 1000, fetcher };
+  const dispatched = await dispatchAll(allowed, context);
   const record = recordOf(plan, held, dispatched, config, Date.now());
 
   try {
@@ -93,12 +94,19 @@ export async function consumeDeliveries(
     return retryBatch(batch, 'could not record deliveries; the batch is retried', STORAGE_WAIT_SECONDS, err);
   }
 
-  // Only the current message carries a delivery on; copies, stale generations and deliveries that
-  // no longer exist (purged) are acknowledged.
+  settle(messages, plan.current, record.verdicts);
+}
+
+/**
+ * Acknowledges each message or puts it back with its delivery's delay. Only the current message
+ * carries a delivery on; copies, stale generations and deliveries that no longer exist (purged)
+ * are acknowledged.
+ */
+function settle(messages: Messages, current: Map<string, string>, verdicts: Map<string, Verdict>) {
   for (const [id, list] of messages) {
-    const verdict = record.verdicts.get(id) ?? { ack: true };
+    const verdict = verdicts.get(id) ?? { ack: true };
     for (const { message } of list) {
-      if (verdict.ack || message.id !== plan.current.get(id)) message.ack();
+      if (verdict.ack || message.id !== current.get(id)) message.ack();
       else message.retry({ delaySeconds: verdict.delaySeconds });
     }
   }

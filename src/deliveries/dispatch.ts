@@ -19,10 +19,13 @@ export type Dispatched =
   | { row: DeliveryToAttempt; kind: 'attempted'; at: number; result: AttemptResult }
   | { row: DeliveryToAttempt; kind: 'wait' };
 
-/** What the requests of a batch need: the key that opens signing secrets (null: none can be), the settings. */
+/**
+ * What the requests of a batch need: the key that opens signing secrets (null: none can be), the
+ * origins exempt from the URL rules (WEBHOOK_URL_ALLOWED_ORIGINS), the timeout, the fetch.
+ */
 export interface DispatchContext {
   aes: CryptoKey | null;
-  allowed: ReadonlySet<string>;
+  origins: ReadonlySet<string>;
   timeoutMs: number;
   fetcher: typeof fetch;
 }
@@ -140,7 +143,7 @@ async function dispatch(
   let url: string;
   try {
     // The URL rules may have tightened since it was registered: a refused URL is never requested.
-    url = webhookUrl(row.url as string, context.allowed);
+    url = webhookUrl(row.url as string, context.origins);
   } catch (err) {
     if (!(err instanceof ApiFailure)) throw err;
     return {
