@@ -1,6 +1,6 @@
 import { env, runInDurableObject } from 'cloudflare:test';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { type Bucket, takeTokens } from '../src/core/token-bucket';
+import { admit, newSchedule } from '../src/core/send-rate';
 import { deliver, publishEvent, receiver, registerWebhook } from './helpers';
 
 afterEach(() => {
@@ -21,50 +21,85 @@ async function deliveries(ids: string[]) {
   return results;
 }
 
-describe('takeTokens: a token bucket with a burst of one second', () => {
-  it('grants a full burst of `rate` at first, then `rate` a second, never more', () => {
-    const first = takeTokens(null, 5, 8, 0);
-    expect(first.granted).toBe(5);
-    expect(takeTokens(first.bucket, 5, 8, 0).granted).toBe(0);
-    expect(takeTokens(first.bucket, 5, 8, 399).granted).toBe(1);
-    expect(takeTokens(first.bucket, 5, 8, 400).granted).toBe(2);
-    // Idle for a minute, it holds one second's worth, not sixty.
-    expect(takeTokens(first.bucket, 5, 1000, 60_000).granted).toBe(5);
+/** A deliveries queue producer that keeps each message with its delay. */
+function capturingQueue() {
+  const sent: { body: { delivery_id: string; gen?: number }; delaySeconds?: number }[] = [];
+  const binding = {
+    sendBatch: async (messages: Iterable<{ body: unknown; delaySeconds?: number }>) => {
+      for (const m of messages) sent.push(m as (typeof sent)[number]);
+    },
+  } as unknown as Queue;
+  return { sent, binding };
+}
+
+describe('admit: an endpoint schedule of `rate` starts a second, with a burst of one second', () => {
+  it('starts a burst of `rate` at once, then promises each next one a slot 1/rate later', () => {
+    const schedule = newSchedule();
+    const waits = ['a', 'b', 'c', 'd', 'e', 'f', 'g'].map((id) => admit(schedule, id, 5, 10_000));
+    expect(waits).toEqual([0, 0, 0, 0, 0, 200, 400]);
+    // Back before its slot: still waits; at its slot: starts, once.
+    expect(admit(schedule, 'f', 5, 10_100)).toBe(100);
+    expect(admit(schedule, 'f', 5, 10_200)).toBe(0);
+    // A newcomer queues behind the promised slots.
+    expect(admit(schedule, 'h', 5, 10_200)).toBe(400);
+    // Idle for a minute, the burst is one second's worth again, not sixty.
+    const later = ['i', 'j', 'k', 'l', 'm', 'n'].map((id) => admit(schedule, id, 5, 70_000));
+    expect(later).toEqual([0, 0, 0, 0, 0, 200]);
   });
 
-  it('over any run of calls, grants at most rate x (seconds + 1)', () => {
-    let bucket: Bucket | null = null;
-    let granted = 0;
-    for (let ms = 0; ms <= 10_000; ms += 37) {
-      const taken = takeTokens(bucket, 20, 7, ms);
-      bucket = taken.bucket;
-      granted += taken.granted;
+  it('over any run of arrivals, starts at most rate x (seconds + 1), each delivery held back at most once', () => {
+    const schedule = newSchedule();
+    const startsAt: number[] = [];
+    const waiting = new Map<string, number>();
+    let next = 0;
+    for (let ms = 0; ms <= 10_000; ms += 50) {
+      const arriving = [...Array(4)].map(() => `d${next++}`);
+      for (const [id, at] of waiting) if (at <= ms) arriving.push(id);
+      for (const id of arriving) {
+        const wait = admit(schedule, id, 20, ms);
+        if (wait === 0) {
+          startsAt.push(ms);
+          waiting.delete(id);
+        } else {
+          expect(waiting.has(id)).toBe(false);
+          waiting.set(id, ms + wait);
+        }
+      }
     }
-    expect(granted).toBeLessThanOrEqual(20 * 11);
-    expect(granted).toBeGreaterThanOrEqual(20 * 10);
+    for (let from = 0; from <= 10_000; from += 250) {
+      expect(startsAt.filter((t) => t >= from && t < from + 1000).length).toBeLessThanOrEqual(40);
+    }
+    expect(startsAt.length).toBeLessThanOrEqual(20 * 11);
+    expect(startsAt.length).toBeGreaterThanOrEqual(20 * 10);
   });
 });
 
 describe('each endpoint is sent at most ENDPOINT_RATE_LIMIT attempts a second', () => {
-  it('attempts as many as the rate allows; the others wait, neither failed nor counted, and another endpoint is not held back', async () => {
+  it('attempts as many as the rate allows; the others come back at their slot, neither failed nor counted, and another endpoint is not held back', async () => {
     const [a, b] = [freshApp(), freshApp()];
-    const busy = await registerWebhook(a);
+    await registerWebhook(a);
     await registerWebhook(b);
     const busyIds: string[] = [];
     for (let i = 0; i < 5; i++) busyIds.push(...(await publishEvent(a)).deliveryIds);
     const otherIds: string[] = [];
     for (let i = 0; i < 2; i++) otherIds.push(...(await publishEvent(b)).deliveryIds);
     const { requests } = receiver(() => new Response(null, { status: 204 }));
+    const queue = capturingQueue();
     const started = Date.now();
+    const overrides = { ENDPOINT_RATE_LIMIT: '2', DELIVERIES: queue.binding };
 
-    const { result, ids, retries } = await deliver([...busyIds, ...otherIds], { ENDPOINT_RATE_LIMIT: '2' });
+    const { result, ids, retries } = await deliver([...busyIds, ...otherIds], overrides);
 
     const hosts = requests.map((r) => new URL(r.url).host);
     expect(hosts.filter((h) => h === `${a}.example.com`)).toHaveLength(2);
     expect(hosts.filter((h) => h === `${b}.example.com`)).toHaveLength(2);
-    expect(result.explicitAcks.sort()).toEqual([ids[0], ids[1], ids[5], ids[6]].sort());
-    // The three held back come again after 1, 1 and 2 seconds: the endpoint's rate, spread.
-    expect([ids[2], ids[3], ids[4]].map((id) => retries[id as string])).toEqual([1, 1, 2]);
+    // Every message is acknowledged: the three held back come again as new messages (a wait is
+    // no retry of the queue's), after 1, 1 and 2 seconds: their slots at the endpoint's rate.
+    expect(result.explicitAcks.sort()).toEqual([...ids].sort());
+    expect(retries).toEqual({});
+    expect(queue.sent).toEqual(
+      busyIds.slice(2).map((id, i) => ({ body: { delivery_id: id }, contentType: 'json', delaySeconds: [1, 1, 2][i] })),
+    );
     const stored = await deliveries(busyIds);
     expect(stored.map((d) => [d.status, d.attempts])).toEqual([
       ['succeeded', 1],
@@ -79,30 +114,30 @@ describe('each endpoint is sent at most ENDPOINT_RATE_LIMIT attempts a second', 
       expect(wait).toBeLessThan(4000);
     }
 
-    // At once again: the bucket is empty, so nothing more is sent to that endpoint.
-    const again = await deliver(busyIds.slice(2), { ENDPOINT_RATE_LIMIT: '2' });
+    // Back before their slots: still held, nothing sent; at their slots, each is attempted.
+    const early = await deliver(busyIds.slice(2), overrides);
     expect(requests).toHaveLength(4);
-    expect(Object.values(again.retries).every((s) => (s as number) >= 1)).toBe(true);
-    expect((await deliveries(busyIds.slice(2))).map((d) => d.attempts)).toEqual([0, 0, 0]);
+    expect(early.result.explicitAcks).toHaveLength(3);
+    await new Promise((resolve) => setTimeout(resolve, 1600));
+    await deliver(busyIds.slice(2), overrides);
+    expect(requests).toHaveLength(7);
+    expect((await deliveries(busyIds)).map((d) => d.attempts)).toEqual([1, 1, 1, 1, 1]);
   });
 
-  it("keeps the bucket in the endpoint's own object, shared by every consumer invocation", async () => {
+  it("keeps the schedule in the endpoint's own object, shared by every consumer invocation", async () => {
     const app = freshApp();
     const hook = await registerWebhook(app);
     const ids: string[] = [];
     for (let i = 0; i < 3; i++) ids.push(...(await publishEvent(app)).deliveryIds);
-    receiver(() => new Response(null, { status: 204 }));
-    // Two invocations at once, one message each of three: the rate of 2 holds across them.
-    const runs = await Promise.all([
-      deliver([ids[0] as string], { ENDPOINT_RATE_LIMIT: '2' }),
-      deliver([ids[1] as string], { ENDPOINT_RATE_LIMIT: '2' }),
-      deliver([ids[2] as string], { ENDPOINT_RATE_LIMIT: '2' }),
-    ]);
-    expect(runs.filter((r) => r.result.explicitAcks.length === 1)).toHaveLength(2);
-    const left = await runInDurableObject(env.ENDPOINTS.getByName(hook.id), (instance) =>
-      (instance as unknown as { take(want: number, rate: number): number }).take(1, 2),
+    const { requests } = receiver(() => new Response(null, { status: 204 }));
+    const overrides = { ENDPOINT_RATE_LIMIT: '2', DELIVERIES: capturingQueue().binding };
+    // Three invocations at once, one message each: the rate of 2 holds across them.
+    await Promise.all(ids.map((id) => deliver([id], overrides)));
+    expect(requests).toHaveLength(2);
+    const next = await runInDurableObject(env.ENDPOINTS.getByName(hook.id), (instance) =>
+      (instance as unknown as { admit(ids: string[], rate: number): number[] }).admit(['newcomer'], 2),
     );
-    expect(left).toBe(0);
+    expect(next[0]).toBeGreaterThan(0);
   });
 
   it('applies 50 a second when ENDPOINT_RATE_LIMIT is not set, and refuses a value out of 1-1000 (deliveries wait)', async () => {

@@ -153,15 +153,20 @@ describe('POST /v1.0/platform/nft/events', () => {
     expect(await counts(app)).toEqual({ events: 0, deliveries: 0 });
   });
 
-  it('accepts a body of up to 1 MiB and refuses a larger one with 413; JSON only (415)', async () => {
+  it('accepts a body of up to 1 MiB and refuses a larger one with 413; each event at most 64 KiB, as published alone; JSON only (415)', async () => {
     const app = freshApp();
-    const big = 'x'.repeat(9_000);
-    const events = Array.from({ length: 100 }, (_, i) => ({ ...event(app, `big${i}`), data: { note: big } }));
+    const note = 'x'.repeat(10_000);
+    const events = Array.from({ length: 100 }, (_, i) => ({ ...event(app, `big${i}`), data: { note } }));
     const fits = await publishBatch({ events });
     expect((await expectValue<{ event_ids: string[] }>(fits.res, 202)).value.event_ids).toHaveLength(100);
 
     const over = await publishBatch({ events: [{ ...event(app, 'huge'), data: { note: 'y'.repeat(1024 * 1024) } }] });
     await expectEventFail(over.res, 413);
+    const oneTooLarge = await publishBatch({
+      events: [event(app, 'small'), { ...event(app, 'large'), data: { note: 'z'.repeat(64 * 1024) } }],
+    });
+    await expectEventFail(oneTooLarge.res, 400);
+    expect(oneTooLarge.res.headers.get('x-error-detail')).toBe('events[1]: event larger than 65536 bytes');
     const text = await fetchAndWait(
       {},
       new Request(BATCH_URL, {
@@ -190,9 +195,13 @@ describe('POST /v1.0/platform/nft/events', () => {
     const batch = { events: [event(app, 's1'), event(app, 's2')] };
     const broken = faultyDb([{ before: 'D1_ERROR: no such table: events' }]);
 
+    const error = vi.spyOn(console, 'error').mockImplementation(() => {});
     const failed = await publishBatch(batch, { DB: broken.db });
     await expectEventFail(failed.res, 503);
     expect(failed.res.headers.get('retry-after')).toBe('2');
+    // The log keeps what D1 said.
+    const line = error.mock.calls.map((c) => JSON.parse(String(c[0]))).find((l) => l.msg === 'storage failure');
+    expect(line?.error).toContain('no such table: events');
     expect(await counts(app)).toEqual({ events: 0, deliveries: 0 });
 
     // The reply of a batch that committed is lost: sent again, it stores nothing twice.

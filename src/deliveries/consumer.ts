@@ -6,7 +6,7 @@ import { ConfigError, describeFailure, StorageFailure } from '../core/errors';
 import { parseId } from '../core/int64';
 import { log } from '../core/log';
 import { retryD1 } from '../platform/d1';
-import type { DeliveryMessage } from '../platform/queues';
+import { type DeliveryMessage, type QueuedDelivery, queueDeliveries } from '../platform/queues';
 import { allowedOrigins } from '../webhooks/url';
 import { type DeliveryConfig, deliveryConfig } from './config';
 import { dispatchAll, prepareSigning } from './dispatch';
@@ -83,7 +83,7 @@ export async function consumeDeliveries(
   const plan = planBatch(rows, generations, Date.now());
   const { allowed, held } = await throttle(env, plan.due, () => config.endpointRate);
   const aes = await prepareSigning(env, allowed);
-  const context = { aes, origins, timeoutMs: config.timeoutSeconds * 1000, fetcher };
+  const context = { aes, origins, config, fetcher };
   const dispatched = await dispatchAll(allowed, context);
   const record = recordOf(plan, held, dispatched, config, Date.now());
 
@@ -94,20 +94,38 @@ export async function consumeDeliveries(
     return retryBatch(batch, 'could not record deliveries; the batch is retried', STORAGE_WAIT_SECONDS, err);
   }
 
-  settle(messages, plan.current, record.verdicts);
+  await settle(env, messages, plan.current, record.verdicts);
 }
 
 /**
- * Acknowledges each message or puts it back with its delivery's delay. Only the current message
+ * Acknowledges each message or has it come back after its delivery's delay: put back (a retry),
+ * or sent anew (a wait that is no retry; put back if it cannot be sent). Only the current message
  * carries a delivery on; copies, stale generations and deliveries that no longer exist (purged)
  * are acknowledged.
  */
-function settle(messages: Messages, current: Map<string, string>, verdicts: Map<string, Verdict>) {
+async function settle(
+  env: CloudflareBindings,
+  messages: Messages,
+  current: Map<string, string>,
+  verdicts: Map<string, Verdict>,
+) {
+  const anew: { message: Message<unknown>; delivery: QueuedDelivery }[] = [];
   for (const [id, list] of messages) {
     const verdict = verdicts.get(id) ?? { ack: true };
-    for (const { message } of list) {
+    for (const { message, gen } of list) {
       if (verdict.ack || message.id !== current.get(id)) message.ack();
+      else if (verdict.fresh === true)
+        anew.push({ message, delivery: { id, gen, delaySeconds: verdict.delaySeconds } });
       else message.retry({ delaySeconds: verdict.delaySeconds });
     }
+  }
+  if (anew.length === 0) return;
+  const sent = await queueDeliveries(
+    env,
+    anew.map((a) => a.delivery),
+  );
+  for (const { message, delivery } of anew) {
+    if (sent) message.ack();
+    else message.retry({ delaySeconds: delivery.delaySeconds });
   }
 }

@@ -8,6 +8,8 @@ import { decryptSecret, sealedNewSecret, secretKey } from '../webhooks/secrets';
 import { provideSecrets } from '../webhooks/store/secrets';
 import { webhookUrl } from '../webhooks/url';
 import { type AttemptResult, attempt } from './attempt';
+import type { DeliveryConfig } from './config';
+import { afterAttempt } from './schedule';
 import { signature, signingKey } from './signing';
 import type { DeliveryToAttempt } from './store/dispatch';
 
@@ -26,7 +28,7 @@ export type Dispatched =
 export interface DispatchContext {
   aes: CryptoKey | null;
   origins: ReadonlySet<string>;
-  timeoutMs: number;
+  config: DeliveryConfig;
   fetcher: typeof fetch;
 }
 
@@ -116,6 +118,24 @@ function slots(limit: number) {
 
 const encoder = new TextEncoder();
 
+/** Logs one attempt as it ends: what was sent where, what came back, what the delivery becomes. */
+function logAttempt(done: Extract<Dispatched, { kind: 'attempted' }>, config: DeliveryConfig): Dispatched {
+  const { row, result, at } = done;
+  const { change } = afterAttempt(row, result, at, config);
+  log('info', {
+    msg: 'delivery attempt',
+    delivery_id: row.delivery_id,
+    webhook_id: row.webhook_id,
+    event_id: row.event_id,
+    attempt: change.attempts,
+    status: result.status,
+    error: result.error,
+    duration_ms: result.durationMs,
+    outcome: change.status,
+  });
+  return done;
+}
+
 /** One due delivery: its signed request, sent while holding one of the batch's connections. */
 async function dispatch(
   row: DeliveryToAttempt,
@@ -146,12 +166,8 @@ async function dispatch(
     url = webhookUrl(row.url as string, context.origins);
   } catch (err) {
     if (!(err instanceof ApiFailure)) throw err;
-    return {
-      row,
-      kind: 'attempted',
-      at,
-      result: { status: null, error: 'url_refused', body: null, retryAfter: null, durationMs: 0 },
-    };
+    const result: AttemptResult = { status: null, error: 'url_refused', body: null, retryAfter: null, durationMs: 0 };
+    return logAttempt({ row, kind: 'attempted', at, result }, context.config);
   }
   const body = encoder.encode(row.payload);
   const timestamp = Math.floor(at / 1000);
@@ -161,8 +177,9 @@ async function dispatch(
     'webhook-signature': await signature(keys, row.event_id, timestamp, body),
   };
   // Only the request holds one of the six connections; signing and recording do not.
-  const result = await connection(() => attempt({ url, body, headers, timeoutMs: context.timeoutMs }, context.fetcher));
-  return { row, kind: 'attempted', at, result };
+  const timeoutMs = context.config.timeoutSeconds * 1000;
+  const result = await connection(() => attempt({ url, body, headers, timeoutMs }, context.fetcher));
+  return logAttempt({ row, kind: 'attempted', at, result }, context.config);
 }
 
 /**

@@ -1,6 +1,5 @@
 // The third step of a consumer batch: what its dispatches mean, as the rows to record and each
 // message's verdict. Pure; the orchestrator writes the record and settles the messages.
-import { log } from '../core/log';
 import type { DisableCandidate, HealthChange } from '../webhooks/store/health';
 import type { DeliveryConfig } from './config';
 import type { Dispatched } from './dispatch';
@@ -23,22 +22,6 @@ export interface BatchRecord {
 
 const iso = (ms: number) => new Date(ms).toISOString();
 
-/** Logs one attempt: what was sent where, what came back, and what the delivery became. */
-function logAttempt(done: Extract<Dispatched, { kind: 'attempted' }>, change: DeliveryChange) {
-  const { row, result } = done;
-  log('info', {
-    msg: 'delivery attempt',
-    delivery_id: row.delivery_id,
-    webhook_id: row.webhook_id,
-    event_id: row.event_id,
-    attempt: change.attempts,
-    status: result.status,
-    error: result.error,
-    duration_ms: result.durationMs,
-    outcome: change.status,
-  });
-}
-
 /**
  * The record of a batch: the plan's cancellations, the deliveries its endpoints' rates held back
  * (no attempt), then each dispatch's attempt and new state.
@@ -60,9 +43,9 @@ export function recordOf(
   const health = new Map<string, HealthChange>();
   const disable = new Map<string, DisableCandidate>();
   for (const { row, delaySeconds } of held) {
-    const { change, verdict } = waiting(row, now, delaySeconds);
+    const { change } = waiting(row, now, delaySeconds);
     record.changes.push(change);
-    record.verdicts.set(row.delivery_id, verdict);
+    record.verdicts.set(row.delivery_id, { ack: false, delaySeconds, fresh: true });
   }
   for (const done of dispatched) {
     const { row } = done;
@@ -101,7 +84,6 @@ export function recordOf(
         request_id: before?.request_id ?? `queue:${plan.current.get(row.delivery_id) ?? ''}`,
       });
     }
-    logAttempt(done, change);
   }
   record.health = [...health.values()];
   record.disable = [...disable.values()];

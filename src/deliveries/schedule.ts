@@ -4,8 +4,12 @@ import type { AttemptResult } from './attempt';
 import { type DeliveryConfig, MAX_DELAY_SECONDS } from './config';
 import type { DeliveryChange, DeliveryToAttempt } from './store/dispatch';
 
-/** What to do with one delivery's queue message after the batch. */
-export type Verdict = { ack: true } | { ack: false; delaySeconds: number };
+/**
+ * What to do with one delivery's queue message after the batch: acknowledge it, or have it come
+ * back after `delaySeconds` (`fresh`: as a new message, so a wait that is no retry does not use up
+ * the queue's retries).
+ */
+export type Verdict = { ack: true } | { ack: false; delaySeconds: number; fresh?: boolean };
 
 /** How long deliveries wait when they cannot be attempted now (configuration, secrets, the unexpected). */
 export const WAIT_SECONDS = 60;

@@ -1,23 +1,20 @@
 // Between planning a consumer batch and dispatching it: each endpoint's rate. Attempts to an
-// endpoint never start faster than its rate (a token bucket in the endpoint's Durable Object,
-// shared by every consumer invocation); the deliveries beyond it wait, neither failed nor counted.
+// endpoint never start faster than its rate (a schedule in the endpoint's Durable Object, shared by
+// every consumer invocation); the deliveries beyond it wait for the slot they are promised,
+// neither failed nor counted as attempts.
 import { log } from '../core/log';
 import type { DeliveryToAttempt } from './store/dispatch';
 
 /** How long deliveries wait when their endpoint's rate cannot be asked (its object failed). */
 const UNKNOWN_RATE_WAIT_SECONDS = 10;
 
-/** A due delivery held back by its endpoint's rate: it waits `delaySeconds`, with no attempt. */
+/** A due delivery held back by its endpoint's rate: it comes back after `delaySeconds`, with no attempt. */
 export interface Held {
   row: DeliveryToAttempt;
   delaySeconds: number;
 }
 
-/**
- * The due deliveries that may be attempted now, and those held back with their wait: per
- * endpoint, the first as many as its bucket grants; the k-th held one waits k / rate seconds
- * (at least one), so a backlog comes back spread at the endpoint's rate.
- */
+/** The due deliveries that may be attempted now, and those held back until their slot. */
 export async function throttle(
   env: CloudflareBindings,
   due: DeliveryToAttempt[],
@@ -29,18 +26,21 @@ export async function throttle(
   const held: Held[] = [];
   await Promise.all(
     [...byEndpoint].map(async ([webhookId, rows]) => {
-      const rate = rateOf(rows[0] as DeliveryToAttempt);
-      let granted: number;
+      let waits: number[];
       try {
-        granted = await env.ENDPOINTS.getByName(webhookId).take(rows.length, rate);
+        const endpoint = env.ENDPOINTS.getByName(webhookId);
+        waits = await endpoint.admit(
+          rows.map((row) => row.delivery_id),
+          rateOf(rows[0] as DeliveryToAttempt),
+        );
       } catch (err) {
         log('error', { msg: "could not ask the endpoint's rate; its deliveries wait", webhook_id: webhookId }, err);
-        for (const row of rows) held.push({ row, delaySeconds: UNKNOWN_RATE_WAIT_SECONDS });
-        return;
+        waits = rows.map(() => UNKNOWN_RATE_WAIT_SECONDS * 1000);
       }
-      allowed.push(...rows.slice(0, granted));
-      rows.slice(granted).forEach((row, k) => {
-        held.push({ row, delaySeconds: Math.max(1, Math.ceil((k + 1) / rate)) });
+      rows.forEach((row, i) => {
+        const wait = waits[i] ?? 0;
+        if (wait <= 0) allowed.push(row);
+        else held.push({ row, delaySeconds: Math.ceil(wait / 1000) });
       });
     }),
   );

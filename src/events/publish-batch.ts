@@ -4,7 +4,7 @@ import type { AppEnv } from '../http/app-env';
 import { jsonObject, readJsonBody } from '../http/body';
 import { ApiFailure, badInput, retryLater, STORAGE_RETRY_AFTER, success } from '../http/envelope';
 import { eventToStore, type NewEvent, parseEvent } from './event';
-import { storePublished } from './publish';
+import { MAX_EVENT_BYTES, storePublished } from './publish';
 import type { EventToStore } from './store';
 
 /** Largest batch body accepted, in bytes. */
@@ -12,9 +12,12 @@ export const MAX_BATCH_BYTES = 1024 * 1024;
 /** Most events one batch may carry. */
 export const MAX_BATCH_EVENTS = 100;
 
+const encoder = new TextEncoder();
+
 /**
  * A batch's events, validated whole: each one an event object with its `id` (so that a batch sent
- * again is safe); the first invalid one is a 400 naming its index, and nothing is stored.
+ * again is safe), as large as a single publish allows (its JSON, numbers as sent, at most 64 KiB);
+ * the first invalid one is a 400 naming its index, and nothing is stored.
  */
 export function batchEvents(body: unknown): NewEvent[] {
   const { events } = jsonObject(body);
@@ -25,6 +28,9 @@ export function batchEvents(body: unknown): NewEvent[] {
     try {
       const event = parseEvent(value);
       if (event.id === undefined) throw badInput('id is required');
+      if (encoder.encode(JSON.stringify(value)).byteLength > MAX_EVENT_BYTES) {
+        throw badInput(`event larger than ${MAX_EVENT_BYTES} bytes`);
+      }
       return event;
     } catch (err) {
       if (err instanceof ApiFailure && err.status === 400) throw badInput(`events[${i}]: ${err.detail}`);
@@ -59,7 +65,7 @@ export async function publishBatch(c: Context<AppEnv>): Promise<Response> {
   try {
     ids = await storePublished(c, toStore);
   } catch (err) {
-    if (err instanceof StorageFailure) throw retryLater(503, 'events not stored', STORAGE_RETRY_AFTER, err);
+    if (err instanceof StorageFailure) throw retryLater(503, err.detail, STORAGE_RETRY_AFTER, err.cause);
     throw err;
   }
   return success(c, { status: 202, value: `{"event_ids":${JSON.stringify(slot.map((at) => ids[at]))}}` });

@@ -7,10 +7,11 @@ export interface DeliveryMessage {
   gen?: number;
 }
 
-/** A delivery to queue: its id and its current queue generation. */
+/** A delivery to queue: its id, its current queue generation, and how long its message waits. */
 export interface QueuedDelivery {
   id: string;
   gen: number;
+  delaySeconds?: number;
 }
 
 /** Messages per sendBatch call (the Queues limit). */
@@ -24,9 +25,10 @@ export async function queueDeliveries(env: CloudflareBindings, deliveries: Queue
   try {
     for (let i = 0; i < deliveries.length; i += SEND_BATCH_MAX) {
       await env.DELIVERIES.sendBatch(
-        deliveries.slice(i, i + SEND_BATCH_MAX).map(({ id, gen }) => ({
+        deliveries.slice(i, i + SEND_BATCH_MAX).map(({ id, gen, delaySeconds }) => ({
           body: (gen === 0 ? { delivery_id: id } : { delivery_id: id, gen }) satisfies DeliveryMessage,
           contentType: 'json' as const,
+          ...(delaySeconds === undefined ? {} : { delaySeconds }),
         })),
       );
     }

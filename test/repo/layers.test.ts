@@ -31,17 +31,60 @@ function read(dir: string, tree: Tree = new Map()): Tree {
 /** The folder of src/ a file belongs to ('.' for the top level). */
 const folderOf = (file: string) => (file.includes('/') ? (file.split('/')[0] as string) : '.');
 
-/** Every import of a file: the module named, and the file it names for a relative one. */
+/** A file's text without its comments (block comments, and line comments that start a line). */
+const withoutComments = (text: string) => text.replace(/\/\*[\s\S]*?\*\//g, '').replace(/^\s*\/\/.*$/gm, '');
+
+/**
+ * Every module a file names: `import`/`export ... from`, side-effect `import '...'`, and
+ * `import('...')` (dynamic, or in a type), with either quote; and the file of src/ a relative one
+ * names.
+ */
 function importsOf(file: string, text: string): { module: string; target: string | null }[] {
-  return [...text.matchAll(/^\s*(?:import|export)\s[^;]*?from\s+'([^']+)'/gm)].map(([, module]) => ({
-    module: module as string,
-    target: (module as string).startsWith('.')
-      ? `${relative(SRC, resolve(SRC, dirname(file), module as string))}.ts`
-      : null,
+  const code = withoutComments(text);
+  const modules = [
+    ...code.matchAll(/\b(?:import|export)\s+(?:type\s+)?(?:[^'";]*?\sfrom\s+)?['"]([^'"]+)['"]/g),
+    ...code.matchAll(/\bimport\s*\(\s*['"]([^'"]+)['"]\s*\)/g),
+  ].map((m) => m[1] as string);
+  return modules.map((module) => ({
+    module,
+    target: module.startsWith('.') ? `${relative(SRC, resolve(SRC, dirname(file), module))}.ts` : null,
   }));
 }
 
-/** What breaks the layering, one line per import: upward, unresolved, Hono or bindings below http. */
+/** Whether a file holds SQL only: a `store.ts`, or a file in a `store/` folder. */
+const isStore = (file: string) => file.split('/').includes('store') || file.endsWith('/store.ts');
+
+/** The files of one cycle of imports, if there is one. */
+function cycle(tree: Tree): string[] | null {
+  const state = new Map<string, 'open' | 'done'>();
+  const path: string[] = [];
+  const visit = (file: string): string[] | null => {
+    if (state.get(file) === 'done') return null;
+    if (state.get(file) === 'open') return [...path.slice(path.indexOf(file)), file];
+    state.set(file, 'open');
+    path.push(file);
+    for (const { target } of importsOf(file, tree.get(file) ?? '')) {
+      if (target === null || !tree.has(target)) continue;
+      const found = visit(target);
+      if (found !== null) return found;
+    }
+    path.pop();
+    state.set(file, 'done');
+    return null;
+  };
+  for (const file of tree.keys()) {
+    const found = visit(file);
+    if (found !== null) return found;
+  }
+  return null;
+}
+
+/**
+ * What breaks the layering, one line each: an import up a layer or of no file, Hono below http/,
+ * a Workers binding or runtime module in core/, a store importing anything but core/, platform/
+ * and stores, a cycle. (The binding types that `wrangler types` generates name the Durable
+ * Object classes through the entry point: a type-only edge of the generated file, not of ours.)
+ */
 function violations(tree: Tree): string[] {
   const found: string[] = [];
   for (const [file, text] of tree) {
@@ -52,16 +95,21 @@ function violations(tree: Tree): string[] {
       if ((folder === 'core' || folder === 'platform') && (module === 'hono' || module.startsWith('hono/'))) {
         found.push(`${file} -> ${module}: no Hono below http/`);
       }
+      if (folder === 'core' && module.startsWith('cloudflare:'))
+        found.push(`${file} -> ${module}: no runtime in core/`);
       if (target === null) continue;
       if (!tree.has(target)) found.push(`${file} -> ${module}: no such file`);
       else if (LAYERS.indexOf(folderOf(target)) > layer) found.push(`${file} -> ${target}: up a layer`);
-      const [, sub] = file.split('/');
-      const [tFolder, tSub] = target.split('/');
-      if (sub === 'store' && tFolder === folder && tSub !== 'store')
+      if (isStore(file) && !isStore(target) && !['core', 'platform'].includes(folderOf(target))) {
         found.push(`${file} -> ${target}: store to handler`);
+      }
     }
-    if (folder === 'core' && /CloudflareBindings/.test(text)) found.push(`${file}: bindings in core/`);
+    if (folder === 'core' && /CloudflareBindings|Cloudflare\.Env/.test(withoutComments(text))) {
+      found.push(`${file}: bindings in core/`);
+    }
   }
+  const loop = cycle(tree);
+  if (loop !== null) found.push(`cycle: ${loop.join(' -> ')}`);
   return found;
 }
 
@@ -72,19 +120,33 @@ describe('the layers of src/', () => {
 
   it('is a check that fails: each kind of violation is found', () => {
     const tree: Tree = new Map([
-      ['core/a.ts', "import { x } from '../http/b';\nimport { Hono } from 'hono';\nlet e: CloudflareBindings;"],
+      [
+        'core/a.ts',
+        "import { x } from '../http/b';\nimport { Hono } from \"hono\";\nimport '../app';\nlet e: Cloudflare.Env;\nimport { DurableObject } from 'cloudflare:workers';",
+      ],
+      ['core/f.ts', 'type T = typeof import(\'../deliveries/g\');\nconst m = () => import("../deliveries/g");'],
+      ['deliveries/g.ts', ''],
+      ['app.ts', ''],
       ['http/b.ts', "import { y } from './missing';"],
       ['webhooks/store/c.ts', "import { z } from '../d';"],
-      ['webhooks/d.ts', ''],
+      ['events/store.ts', "import { w } from '../http/b';"],
+      ['webhooks/d.ts', "import { v } from './e';"],
+      ['webhooks/e.ts', "import { u } from './d';"],
       ['extra/e.ts', ''],
     ]);
     expect(violations(tree)).toEqual([
       'core/a.ts -> http/b.ts: up a layer',
       'core/a.ts -> hono: no Hono below http/',
+      'core/a.ts -> app.ts: up a layer',
+      'core/a.ts -> cloudflare:workers: no runtime in core/',
       'core/a.ts: bindings in core/',
+      'core/f.ts -> deliveries/g.ts: up a layer',
+      'core/f.ts -> deliveries/g.ts: up a layer',
       'http/b.ts -> ./missing: no such file',
       'webhooks/store/c.ts -> webhooks/d.ts: store to handler',
+      'events/store.ts -> http/b.ts: store to handler',
       'extra/e.ts: folder extra is not a layer',
+      'cycle: webhooks/d.ts -> webhooks/e.ts -> webhooks/d.ts',
     ]);
   });
 });
