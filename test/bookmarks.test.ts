@@ -3,20 +3,10 @@
 // session started from, else the last one the isolate received, else one it asks D1 for.
 // Module state is per test file: the first test here runs in an isolate that has no bookmark yet.
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import {
-  bearer,
-  expectCreateFail,
-  expectDeleteFail,
-  expectQueryFail,
-  expectUpdateFail,
-  type Fault,
-  faultyDb,
-  fetchWith,
-  insertWebhook,
-  snapshot,
-  tokenFor,
-  URL_,
-} from './helpers';
+import { type Fault, faultyDb, insertWebhook, snapshot } from './helpers/database';
+import { expectCreateFail, expectDeleteFail, expectQueryFail, expectUpdateFail } from './helpers/replies';
+import { fetchWith, URL_ } from './helpers/requests';
+import { bearer, tokenFor } from './helpers/tokens';
 
 afterEach(() => {
   vi.restoreAllMocks();

@@ -1,7 +1,7 @@
 import { createScheduledController, env } from 'cloudflare:test';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import worker from '../src/index';
-import { fakeQueue } from './helpers';
+import { fakeQueue } from './helpers/queues';
 
 afterEach(() => {
   vi.restoreAllMocks();

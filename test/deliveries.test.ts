@@ -1,30 +1,17 @@
 import { env } from 'cloudflare:test';
 import { Webhook as StandardWebhook } from 'standardwebhooks';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import {
-  auditRows,
-  bearer,
-  consume,
-  countingDb,
-  DELIVERIES_QUEUE,
-  del,
-  deliver,
-  expectValue,
-  fetchAndWait,
-  insertWebhook,
-  publishEvent,
-  put,
-  receiver,
-  registerWebhook,
-  tokenFor,
-} from './helpers';
+import { auditRows, countingDb, insertWebhook } from './helpers/database';
+import { consume, DELIVERIES_QUEUE, deliver } from './helpers/queues';
+import { receiver } from './helpers/receiver';
+import { expectValue } from './helpers/replies';
+import { del, fetchAndWait, publishEvent, put, registerWebhook } from './helpers/requests';
+import { bearer, freshApp, tokenFor } from './helpers/tokens';
 
 afterEach(() => {
   vi.restoreAllMocks();
 });
 
-let seq = 0;
-const freshApp = () => `deliveries-app-${++seq}`;
 const DEFAULT_SCHEDULE = [5, 300, 1800, 7200, 18000, 36000, 36000];
 
 const register = registerWebhook;

@@ -1,19 +1,8 @@
 import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import {
-  auditRows,
-  bearer,
-  expectDeleteFail,
-  expectSuccess,
-  expectUpdateFail,
-  faultyDb,
-  fetchWith,
-  holdBookmark,
-  insertWebhook,
-  snapshot,
-  tokenFor,
-  URL_,
-  webhookRow,
-} from './helpers';
+import { auditRows, faultyDb, holdBookmark, insertWebhook, snapshot, webhookRow } from './helpers/database';
+import { expectDeleteFail, expectSuccess, expectUpdateFail } from './helpers/replies';
+import { fetchWith, URL_ } from './helpers/requests';
+import { bearer, tokenFor } from './helpers/tokens';
 
 beforeAll(holdBookmark);
 

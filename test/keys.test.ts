@@ -10,17 +10,10 @@ import {
   type JWK,
 } from 'jose';
 import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import {
-  bearer,
-  expectDeleteFail,
-  expectInvalidToken,
-  expectSuccess,
-  fetchWorker,
-  insertWebhook,
-  tokenFor,
-  URL_,
-  webhookRow,
-} from './helpers';
+import { insertWebhook, webhookRow } from './helpers/database';
+import { expectDeleteFail, expectInvalidToken, expectSuccess } from './helpers/replies';
+import { fetchWorker, URL_ } from './helpers/requests';
+import { bearer, tokenFor } from './helpers/tokens';
 
 const now = () => Math.floor(Date.now() / 1000);
 

@@ -1,19 +1,15 @@
 import { env } from 'cloudflare:test';
 import { afterEach, describe, expect, it, vi } from 'vitest';
+import { insertWebhook, snapshot, webhookRow } from './helpers/database';
 import {
-  bearer,
   expectDeleteFail,
   expectEnvelope,
   expectInvalidToken,
   expectSuccess,
   expectUpdateFail,
-  fetchWorker,
-  insertWebhook,
-  snapshot,
-  tokenFor,
-  URL_,
-  webhookRow,
-} from './helpers';
+} from './helpers/replies';
+import { fetchWorker, URL_ } from './helpers/requests';
+import { bearer, tokenFor } from './helpers/tokens';
 
 afterEach(() => {
   vi.restoreAllMocks();

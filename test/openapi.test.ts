@@ -9,26 +9,12 @@ import { EVENT_PATH } from '../src/events/routes';
 import { Code, envelope } from '../src/http/envelope';
 import { allowedMethods, operationCode } from '../src/http/operations';
 import { SECRET_PATH } from '../src/webhooks/routes';
-import {
-  bearer,
-  consume,
-  DELIVERIES_QUEUE,
-  eventRequest,
-  expectValue,
-  fakeQueue,
-  faultyDb,
-  fetchAndWait,
-  fetchWith,
-  insertWebhook,
-  ORIGIN,
-  PATH,
-  platformToken,
-  type Received,
-  receiver,
-  tokenFor,
-  URL_,
-  type Webhook,
-} from './helpers';
+import { faultyDb, insertWebhook } from './helpers/database';
+import { consume, DELIVERIES_QUEUE, fakeQueue } from './helpers/queues';
+import { type Received, receiver } from './helpers/receiver';
+import { expectValue, type Webhook } from './helpers/replies';
+import { eventRequest, fetchAndWait, fetchWith, ORIGIN, PATH, URL_ } from './helpers/requests';
+import { bearer, platformToken, tokenFor } from './helpers/tokens';
 
 /** The body limits the docs promise: 8 KiB for a webhook's, 64 KiB for an event's. */
 const MAX_BODY_BYTES = 8192;

@@ -1,7 +1,9 @@
 import { env, SELF } from 'cloudflare:test';
 import fc from 'fast-check';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { insertWebhook, ORIGIN, PATH, tokenFor } from './helpers';
+import { insertWebhook } from './helpers/database';
+import { ORIGIN, PATH } from './helpers/requests';
+import { tokenFor } from './helpers/tokens';
 
 /** The body limit the docs promise (8 KiB). */
 const MAX_BODY_BYTES = 8192;

@@ -1,19 +1,9 @@
 import { env, SELF } from 'cloudflare:test';
 import { describe, expect, it } from 'vitest';
-import {
-  auditRows,
-  bearer,
-  countingDb,
-  expectSuccess,
-  expectUpdateFail,
-  fetchWith,
-  insertWebhook,
-  put,
-  snapshot,
-  tokenFor,
-  URL_,
-  webhookRow,
-} from './helpers';
+import { auditRows, countingDb, insertWebhook, snapshot, webhookRow } from './helpers/database';
+import { expectSuccess, expectUpdateFail } from './helpers/replies';
+import { fetchWith, put, URL_ } from './helpers/requests';
+import { bearer, tokenFor } from './helpers/tokens';
 
 /** The body limit the docs promise (8 KiB). */
 const MAX_BODY_BYTES = 8192;

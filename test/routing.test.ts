@@ -1,20 +1,9 @@
 import { env, SELF } from 'cloudflare:test';
 import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import {
-  bearer,
-  expectDeleteFail,
-  expectEnvelope,
-  expectUpdateFail,
-  faultyDb,
-  fetchWith,
-  fetchWorker,
-  holdBookmark,
-  insertWebhook,
-  ORIGIN,
-  snapshot,
-  tokenFor,
-  URL_,
-} from './helpers';
+import { faultyDb, holdBookmark, insertWebhook, snapshot } from './helpers/database';
+import { expectDeleteFail, expectEnvelope, expectUpdateFail } from './helpers/replies';
+import { fetchWith, fetchWorker, ORIGIN, URL_ } from './helpers/requests';
+import { bearer, tokenFor } from './helpers/tokens';
 
 beforeAll(holdBookmark);
 

@@ -2,36 +2,18 @@ import { env } from 'cloudflare:test';
 import { Webhook as StandardWebhook } from 'standardwebhooks';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { recoverDeliveries } from '../src/deliveries/store';
-import {
-  auditRows,
-  bearer,
-  consume,
-  countingDb,
-  DELIVERIES_QUEUE,
-  deliver,
-  expectEnvelope,
-  expectValue,
-  fakeQueue,
-  fetchAndWait,
-  insertWebhook,
-  ORIGIN,
-  publishEvent,
-  put,
-  receiver,
-  registerWebhook,
-  tokenFor,
-} from './helpers';
+import { auditRows, countingDb, insertWebhook } from './helpers/database';
+import { consume, DELIVERIES_QUEUE, deliver, fakeQueue } from './helpers/queues';
+import { receiver } from './helpers/receiver';
+import { expectEnvelope, expectEventFail, expectQueryFail, expectSecretFail, expectValue } from './helpers/replies';
+import { fetchAndWait, ORIGIN, publishEvent, put, registerWebhook } from './helpers/requests';
+import { bearer, freshApp, tokenFor } from './helpers/tokens';
 
 afterEach(() => {
   vi.restoreAllMocks();
 });
 
-let seq = 0;
-const freshApp = () => `steering-app-${++seq}`;
 const LOG_URL = `${ORIGIN}/v1.0/app/nft/webhook/delivery`;
-const expectQueryFail = (res: Response, status: number) => expectEnvelope(res, status, 64060, 'query fail');
-const expectEventFail = (res: Response, status: number) => expectEnvelope(res, status, 64064, 'event fail');
-const expectSecretFail = (res: Response, status: number) => expectEnvelope(res, status, 64065, 'secret fail');
 
 const register = registerWebhook;
 const publish = async (app: string, type = 'NEW_NFT') => (await publishEvent(app, type, {})).deliveryIds;
