@@ -96,3 +96,34 @@ export async function publishEvent(app: string, type = 'NEW_NFT', data: Record<s
   const { value } = await expectValue<{ event_id: string }>(res, 202);
   return { eventId: value.event_id, deliveryIds: queue.sent.map((m) => (m as { delivery_id: string }).delivery_id) };
 }
+
+/** Publishes an event of `type` (data `{}`) for `app`; returns the ids of the deliveries it queued. */
+export const publishDeliveries = async (app: string, type = 'NEW_NFT') =>
+  (await publishEvent(app, type, {})).deliveryIds;
+
+export const LOG_URL = `${ORIGIN}/v1.0/app/nft/webhook/delivery`;
+
+/** GET of the delivery log with a raw query string. */
+export const readLog = (query: string, headers: Record<string, string>, overrides: Record<string, unknown> = {}) =>
+  fetchAndWait(overrides, new Request(`${LOG_URL}?${query}`, { headers }));
+
+/**
+ * POST of `body` (a string as it is, anything else as JSON) to `/v1.0/app/nft/webhook/<path>`
+ * (`test`, `recover`, `secret`); returns the reply and the deliveries it queued.
+ */
+export const postJson = (
+  path: string,
+  body: unknown,
+  headers: Record<string, string>,
+  overrides: Record<string, unknown> = {},
+) => {
+  const queue = fakeQueue();
+  return fetchAndWait(
+    { DELIVERIES: queue.binding, ...overrides },
+    new Request(`${ORIGIN}/v1.0/app/nft/webhook/${path}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...headers },
+      body: typeof body === 'string' ? body : JSON.stringify(body),
+    }),
+  ).then((res) => ({ res, sent: queue.sent as { delivery_id: string }[] }));
+};
