@@ -4,12 +4,11 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { countingDb, insertWebhook, snapshot, webhookRow } from './helpers/database';
 import { expectDeleteFail, expectInvalidToken, expectSuccess, expectUpdateFail } from './helpers/replies';
 import { del, fetchWith, fetchWorker, put, URL_ } from './helpers/requests';
-import { bearer, tokenFor } from './helpers/tokens';
+import { bearer, now, tokenFor } from './helpers/tokens';
 
 /** The token bound the docs promise (8 KiB). */
 const MAX_TOKEN_LENGTH = 8192;
 
-const now = () => Math.floor(Date.now() / 1000);
 const b64url = (value: unknown) =>
   btoa(JSON.stringify(value)).replace(/=+$/, '').replace(/\+/g, '-').replace(/\//g, '_');
 

@@ -13,9 +13,7 @@ import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { insertWebhook, webhookRow } from './helpers/database';
 import { expectDeleteFail, expectInvalidToken, expectSuccess } from './helpers/replies';
 import { fetchWorker, URL_ } from './helpers/requests';
-import { bearer, tokenFor } from './helpers/tokens';
-
-const now = () => Math.floor(Date.now() / 1000);
+import { bearer, now, tokenFor } from './helpers/tokens';
 
 interface Pair {
   alg: string;

@@ -3,9 +3,9 @@ import { env, SELF } from 'cloudflare:test';
 import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { EVENT_PATH } from '../src/events/routes';
 import { insertWebhook } from './helpers/database';
-import { broken, expectDocumented, expectSchemaAgrees, limited, MAX_EVENT_BYTES, overloaded } from './helpers/openapi';
+import { broken, expectDocumented, expectSchemaAgrees, limited, overloaded } from './helpers/openapi';
 import { expectValue } from './helpers/replies';
-import { fetchWith, ORIGIN, URL_ } from './helpers/requests';
+import { fetchWith, MAX_EVENT_BYTES, ORIGIN, URL_ } from './helpers/requests';
 import { bearer, tokenFor } from './helpers/tokens';
 
 const EVENT_URL = ORIGIN + EVENT_PATH;

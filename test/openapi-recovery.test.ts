@@ -10,7 +10,6 @@ import {
   expectOtherMethodsRefused,
   expectSchemaAgrees,
   limited,
-  MAX_BODY_BYTES,
   overloaded,
   postTo,
   putRequest,
@@ -19,7 +18,7 @@ import {
 import { consume, DELIVERIES_QUEUE, fakeQueue } from './helpers/queues';
 import { type Received, receiver } from './helpers/receiver';
 import { expectValue, type Webhook } from './helpers/replies';
-import { eventRequest, fetchAndWait, fetchWith, PATH } from './helpers/requests';
+import { eventRequest, fetchAndWait, fetchWith, MAX_BODY_BYTES, PATH } from './helpers/requests';
 import { bearer, platformToken, tokenFor } from './helpers/tokens';
 
 afterEach(() => {

@@ -12,18 +12,16 @@ import {
   expectEachDocumented,
   expectSchemaAgrees,
   limited,
-  MAX_BODY_BYTES,
   overloaded,
   postTo,
   resolve,
-  SECRET,
   sizedBody,
   validate,
 } from './helpers/openapi';
 import { consume, DELIVERIES_QUEUE, fakeQueue } from './helpers/queues';
 import { type Received, receiver } from './helpers/receiver';
-import { expectValue, type Webhook } from './helpers/replies';
-import { eventRequest, fetchAndWait, fetchWith, ORIGIN, PATH, URL_ } from './helpers/requests';
+import { expectValue, SECRET, type Webhook } from './helpers/replies';
+import { eventRequest, fetchAndWait, fetchWith, MAX_BODY_BYTES, ORIGIN, PATH, URL_ } from './helpers/requests';
 import { bearer, platformToken, tokenFor } from './helpers/tokens';
 
 const SECRET_URL = ORIGIN + SECRET_PATH;

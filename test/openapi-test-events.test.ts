@@ -10,7 +10,6 @@ import {
   expectOtherMethodsRefused,
   expectSchemaAgrees,
   limited,
-  MAX_BODY_BYTES,
   overloaded,
   postTo,
   resolve,
@@ -20,7 +19,7 @@ import {
 import { consume, DELIVERIES_QUEUE, fakeQueue } from './helpers/queues';
 import { receiver } from './helpers/receiver';
 import { expectValue, type Webhook } from './helpers/replies';
-import { fetchAndWait, fetchWith, ORIGIN, PATH } from './helpers/requests';
+import { fetchAndWait, fetchWith, MAX_BODY_BYTES, ORIGIN, PATH } from './helpers/requests';
 import { bearer, tokenFor } from './helpers/tokens';
 
 afterEach(() => {

@@ -1,6 +1,6 @@
 // docs/openapi.json on the webhooks themselves: GET, POST, PUT and DELETE of /v1.0/app/nft/webhook.
 import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { insertWebhook } from './helpers/database';
+import { insertWebhook, OVERLOADED } from './helpers/database';
 import {
   deleteRequest,
   doc,
@@ -8,12 +8,10 @@ import {
   expectSchemaAgrees,
   failingDb,
   limited,
-  MAX_BODY_BYTES,
   putRequest,
-  SECRET,
 } from './helpers/openapi';
-import { expectValue, type Webhook } from './helpers/replies';
-import { fetchWith, PATH, URL_ } from './helpers/requests';
+import { expectValue, SECRET, type Webhook } from './helpers/replies';
+import { fetchWith, MAX_BODY_BYTES, PATH, URL_ } from './helpers/requests';
 import { bearer, tokenFor } from './helpers/tokens';
 
 afterEach(() => {
@@ -46,14 +44,7 @@ describe('docs/openapi.json: every reply of each webhook operation, its status, 
       ['404', () => fetchWith({}, getRequest(`webhook_id=${foreign}`, bearer(token)))],
       ['429', () => fetchWith(limited, getRequest('', bearer(token)))],
       ['500', () => fetchWith({ DB: failingDb('D1_ERROR: no such table') }, getRequest('', bearer(token)))],
-      [
-        '503',
-        () =>
-          fetchWith(
-            { DB: failingDb('D1_ERROR: D1 DB is overloaded. Too many requests queued.') },
-            getRequest('', bearer(token)),
-          ),
-      ],
+      ['503', () => fetchWith({ DB: failingDb(OVERLOADED) }, getRequest('', bearer(token)))],
     ];
     for (const [expected, send] of get) {
       const res = await send();
@@ -79,14 +70,7 @@ describe('docs/openapi.json: every reply of each webhook operation, its status, 
       ['422', () => fetchWith({}, postRequest(keyed, hook('other')))],
       ['429', () => fetchWith(limited, postRequest(bearer(token), hook('x')))],
       ['500', () => fetchWith({ DB: failingDb('D1_ERROR: no such table') }, postRequest(bearer(token), hook('y')))],
-      [
-        '503',
-        () =>
-          fetchWith(
-            { DB: failingDb('D1_ERROR: D1 DB is overloaded. Too many requests queued.') },
-            postRequest(bearer(token), hook('z')),
-          ),
-      ],
+      ['503', () => fetchWith({ DB: failingDb(OVERLOADED) }, postRequest(bearer(token), hook('z')))],
     ];
     for (const [expected, send] of post) {
       const res = await send();
@@ -131,11 +115,7 @@ describe('docs/openapi.json: every reply of each webhook operation, its status, 
       ],
       [
         '503',
-        () =>
-          fetchWith(
-            { DB: failingDb('D1_ERROR: D1 DB is overloaded. Too many requests queued.') },
-            putRequest(bearer(token), JSON.stringify({ webhook_id: id })),
-          ),
+        () => fetchWith({ DB: failingDb(OVERLOADED) }, putRequest(bearer(token), JSON.stringify({ webhook_id: id }))),
       ],
     ];
     for (const [expected, send] of put) {
@@ -156,14 +136,7 @@ describe('docs/openapi.json: every reply of each webhook operation, its status, 
         '500',
         () => fetchWith({ DB: failingDb('D1_ERROR: no such table') }, deleteRequest(`webhook_id=${id}`, bearer(token))),
       ],
-      [
-        '503',
-        () =>
-          fetchWith(
-            { DB: failingDb('D1_ERROR: D1 DB is overloaded. Too many requests queued.') },
-            deleteRequest(`webhook_id=${id}`, bearer(token)),
-          ),
-      ],
+      ['503', () => fetchWith({ DB: failingDb(OVERLOADED) }, deleteRequest(`webhook_id=${id}`, bearer(token)))],
       ['200', () => fetchWith({}, deleteRequest(`webhook_id=${id}`, bearer(token)))],
     ];
     for (const [expected, send] of del) {

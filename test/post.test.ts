@@ -5,11 +5,10 @@ import { PURGE_BATCH } from '../src/webhooks/purge';
 import { createWebhook } from '../src/webhooks/store';
 import { auditRows, countingDb, faultyDb, insertWebhook, snapshot, webhookRow, webhooksOf } from './helpers/database';
 import { expectCreateFail, expectValue, type Webhook } from './helpers/replies';
-import { del, fetchWith, post, postRequest, URL_ } from './helpers/requests';
+import { del, fetchWith, MAX_BODY_BYTES, post, postRequest, URL_ } from './helpers/requests';
 import { auth, bearer, freshApp, tokenFor } from './helpers/tokens';
 
 /** The body limit the docs promise (8 KiB). */
-const MAX_BODY_BYTES = 8192;
 
 afterEach(() => {
   vi.restoreAllMocks();

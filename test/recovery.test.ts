@@ -6,6 +6,7 @@ import { consume, DELIVERIES_QUEUE } from './helpers/queues';
 import { receiver } from './helpers/receiver';
 import { expectEventFail, expectValue } from './helpers/replies';
 import { postJson, publishDeliveries, put, registerWebhook } from './helpers/requests';
+import { minutesAgo } from './helpers/time';
 import { bearer, freshApp, tokenFor } from './helpers/tokens';
 
 afterEach(() => {
@@ -13,15 +14,14 @@ afterEach(() => {
 });
 
 describe('POST /v1.0/app/nft/webhook/recover', () => {
-  /** Makes these deliveries failed, as if created `minutesAgo` ago after `attempts` attempts. */
-  const fail = (ids: string[], minutesAgo: number, attempts = 8) =>
+  /** Makes these deliveries failed, as if created `minutes` ago after `attempts` attempts. */
+  const fail = (ids: string[], minutes: number, attempts = 8) =>
     env.DB.prepare(
       `UPDATE deliveries SET status = 'failed', attempts = ?2, next_attempt_at = NULL, created_at = ?3
        WHERE delivery_id IN (SELECT value FROM json_each(?1))`,
     )
-      .bind(JSON.stringify(ids.map(Number)), attempts, new Date(Date.now() - minutesAgo * 60_000).toISOString())
+      .bind(JSON.stringify(ids.map(Number)), attempts, minutesAgo(minutes))
       .run();
-  const ago = (minutes: number) => new Date(Date.now() - minutes * 60_000).toISOString();
 
   it('attempts the failed deliveries of the window again, on a fresh schedule, and counts them', async () => {
     const app = freshApp();
@@ -35,7 +35,7 @@ describe('POST /v1.0/app/nft/webhook/recover', () => {
     await fail(recent, 10);
     const { res, sent } = await postJson(
       'recover',
-      { webhook_id: hook.id, since: ago(90), until: ago(30) },
+      { webhook_id: hook.id, since: minutesAgo(90), until: minutesAgo(30) },
       bearer(await tokenFor(app)),
     );
     const { value } = await expectValue<{ deliveries: number }>(res, 202);
@@ -78,7 +78,7 @@ describe('POST /v1.0/app/nft/webhook/recover', () => {
     const first = await postJson('recover', { webhook_id: hook.id, since: await at(a!), until: await at(b!) }, headers);
     expect((await expectValue<{ deliveries: number }>(first.res, 202)).value).toEqual({ deliveries: 1 });
     expect(first.sent).toEqual([{ delivery_id: a, gen: 1 }]);
-    const rest = await postJson('recover', { webhook_id: hook.id, since: ago(120) }, headers);
+    const rest = await postJson('recover', { webhook_id: hook.id, since: minutesAgo(120) }, headers);
     expect((await expectValue<{ deliveries: number }>(rest.res, 202)).value).toEqual({ deliveries: 1 });
     expect(rest.sent).toEqual([{ delivery_id: b, gen: 1 }]);
   });
@@ -91,7 +91,7 @@ describe('POST /v1.0/app/nft/webhook/recover', () => {
     await fail(ids, 30);
     const headers = bearer(await tokenFor(app));
     const replies = await Promise.all(
-      [1, 2, 3].map(() => postJson('recover', { webhook_id: hook.id, since: ago(60) }, headers)),
+      [1, 2, 3].map(() => postJson('recover', { webhook_id: hook.id, since: minutesAgo(60) }, headers)),
     );
     const counts = await Promise.all(
       replies.map(async ({ res }) => (await expectValue<{ deliveries: number }>(res, 202)).value.deliveries),
@@ -115,7 +115,7 @@ describe('POST /v1.0/app/nft/webhook/recover', () => {
     const times: Record<string, string> = {
       FUTURE: new Date(Date.now() + 3_600_000).toISOString(),
       TOO_OLD: new Date(Date.now() - 31 * 86_400_000).toISOString(),
-      HOUR_AGO: ago(60),
+      HOUR_AGO: minutesAgo(60),
     };
     const body = Object.fromEntries(
       Object.entries(window).map(([k, v]) => [k, typeof v === 'string' ? (times[v] ?? v) : v]),
@@ -133,9 +133,12 @@ describe('POST /v1.0/app/nft/webhook/recover', () => {
     await fail(ids, 30);
     const headers = bearer(await tokenFor(app));
     await put({ webhook_id: hook.id, is_enabled: false }, headers);
-    await expectEventFail((await postJson('recover', { webhook_id: hook.id, since: ago(60) }, headers)).res, 409);
+    await expectEventFail(
+      (await postJson('recover', { webhook_id: hook.id, since: minutesAgo(60) }, headers)).res,
+      409,
+    );
     const other = bearer(await tokenFor(freshApp()));
-    await expectEventFail((await postJson('recover', { webhook_id: hook.id, since: ago(60) }, other)).res, 404);
+    await expectEventFail((await postJson('recover', { webhook_id: hook.id, since: minutesAgo(60) }, other)).res, 404);
     expect(
       await env.DB.prepare('SELECT status FROM deliveries WHERE delivery_id = ?1').bind(ids[0]).first('status'),
     ).toBe('failed');

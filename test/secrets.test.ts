@@ -2,15 +2,13 @@ import { createScheduledController, env } from 'cloudflare:test';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import worker from '../src/index';
 import { auditRows, countingDb, insertWebhook, snapshot } from './helpers/database';
-import { expectCreateFail, expectEnvelope, expectSecretFail, expectValue } from './helpers/replies';
+import { expectCreateFail, expectEnvelope, expectSecretFail, expectValue, SECRET } from './helpers/replies';
 import { fetchAndWait, fetchWith, post, postRequest, SECRET_URL } from './helpers/requests';
 import { bearer, freshApp, tokenFor } from './helpers/tokens';
 
 afterEach(() => {
   vi.restoreAllMocks();
 });
-
-const SECRET = /^whsec_[A-Za-z0-9+/]{43}=$/;
 
 const secretRequest = (query: string, headers: Record<string, string>) =>
   new Request(`${SECRET_URL}?${query}`, { headers });

@@ -135,6 +135,9 @@ export function countingDb(db: D1Database): { db: D1Database; calls: () => numbe
   };
 }
 
+/** The error D1 gives when it is overloaded. */
+export const OVERLOADED = 'D1_ERROR: D1 DB is overloaded. Too many requests queued.';
+
 /** What the faulty binding does on one call: fail before running, run and then lose the reply, or run. */
 export type Fault = { before: string } | { after: string } | null;
 

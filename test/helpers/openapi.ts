@@ -4,18 +4,11 @@ import { env, SELF } from 'cloudflare:test';
 import { Validator } from '@cfworker/json-schema';
 import { expect } from 'vitest';
 import doc from '../../docs/openapi.json';
-import { faultyDb } from './database';
+import { faultyDb, OVERLOADED } from './database';
 import { fetchWith, ORIGIN, PATH, URL_ } from './requests';
 import { bearer } from './tokens';
 
 export { doc };
-
-/** The body limits the docs promise: 8 KiB for a webhook's, 64 KiB for an event's. */
-export const MAX_BODY_BYTES = 8192;
-export const MAX_EVENT_BYTES = 65536;
-
-/** The form the docs give a signing secret: `whsec_` + padded base64 of 32 bytes. */
-export const SECRET = /^whsec_[A-Za-z0-9+/]{43}=$/;
 
 export type Node = Record<string, unknown>;
 
@@ -100,7 +93,7 @@ export const deleteRequest = (query: string, headers: Record<string, string>) =>
 export const failingDb = (message: string) => faultyDb(Array.from({ length: 10 }, () => ({ before: message }))).db;
 // Failures after D1 ran the statements: the reply carries the session's bookmark.
 const failingAfter = (message: string) => faultyDb(Array.from({ length: 10 }, () => ({ after: message }))).db;
-export const overloaded = () => failingAfter('D1_ERROR: D1 DB is overloaded. Too many requests queued.');
+export const overloaded = () => failingAfter(OVERLOADED);
 export const broken = () => failingAfter('D1_ERROR: no such table');
 
 /** A POST of `body` to `path`, sent as `type`. */

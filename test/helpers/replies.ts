@@ -10,6 +10,9 @@ export async function expectEnvelope(res: Response, status: number, code: number
   expect(res.headers.get('x-request-id')).toMatch(/^\S{1,128}$/);
 }
 
+/** The form the docs give a signing secret: `whsec_` + padded base64 of 32 bytes. */
+export const SECRET = /^whsec_[A-Za-z0-9+/]{43}=$/;
+
 /** A webhook as a reply's `value` holds it, parsed (ids here stay below 2^53). */
 export interface Webhook {
   webhook_id: number;

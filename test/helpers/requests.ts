@@ -8,6 +8,10 @@ import { bearer, platformToken, tokenFor } from './tokens';
 export const PATH = '/v1.0/app/nft/webhook';
 export const ORIGIN = 'https://webhooks.test';
 export const URL_ = ORIGIN + PATH;
+
+/** The body limits the docs promise: 8 KiB for a webhook's, 64 KiB for an event's. */
+export const MAX_BODY_BYTES = 8192;
+export const MAX_EVENT_BYTES = 65536;
 export const EVENT_URL = `${ORIGIN}/v1.0/platform/nft/event`;
 export const SECRET_URL = `${URL_}/secret`;
 

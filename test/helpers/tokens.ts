@@ -3,7 +3,8 @@ import { env } from 'cloudflare:test';
 import { SignJWT } from 'jose';
 import { expect } from 'vitest';
 
-const now = () => Math.floor(Date.now() / 1000);
+/** The time now in whole seconds, as JWT claims give it. */
+export const now = () => Math.floor(Date.now() / 1000);
 
 /**
  * A token valid for the test configuration, naming `appId`. `claims` entries override the
