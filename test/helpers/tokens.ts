@@ -47,7 +47,7 @@ export const auth = async (app: string) => bearer(await tokenFor(app));
 let seq = 0;
 
 /**
- * A name no other test has used: the test file's name and a counter (`get-app-3` in get.test.ts),
+ * A name no other test has used: the test file's name and a counter (`webhook-read-app-3` in webhook-read.test.ts),
  * so that each test has an application, and its webhooks, to itself.
  */
 export function freshApp(): string {
