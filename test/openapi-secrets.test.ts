@@ -21,10 +21,17 @@ import {
 import { consume, DELIVERIES_QUEUE, fakeQueue } from './helpers/queues';
 import { type Received, receiver } from './helpers/receiver';
 import { expectValue, SECRET, type Webhook } from './helpers/replies';
-import { eventRequest, fetchAndWait, fetchWith, MAX_BODY_BYTES, ORIGIN, PATH, URL_ } from './helpers/requests';
+import {
+  eventRequest,
+  fetchAndWait,
+  fetchWith,
+  MAX_BODY_BYTES,
+  ORIGIN,
+  PATH,
+  secretRequest,
+  URL_,
+} from './helpers/requests';
 import { bearer, platformToken, tokenFor } from './helpers/tokens';
-
-const SECRET_URL = ORIGIN + SECRET_PATH;
 
 afterEach(() => {
   vi.restoreAllMocks();
@@ -37,8 +44,6 @@ describe('docs/openapi.json: reading a secret', () => {
   let hook: Webhook & { secret: string };
   let legacy: string;
   let foreign: string;
-  const secretRequest = (query: string, headers: Record<string, string>) =>
-    new Request(`${SECRET_URL}?${query}`, { headers });
   /** The secret each 200 answered, by its label. */
   const secrets = new Map<string, string>();
   beforeAll(async () => {
@@ -179,10 +184,7 @@ describe('docs/openapi.json: rotating a secret', () => {
     expect(rotated).toMatch(SECRET);
     expect(rotated).not.toBe(hook.secret);
     expect((values.get('200 string id, no secret before') as { secret: string }).secret).toMatch(SECRET);
-    const read = await fetchWith(
-      {},
-      new Request(`${SECRET_URL}?webhook_id=${hook.webhook_id}`, { headers: bearer(token) }),
-    );
+    const read = await fetchWith({}, secretRequest(`webhook_id=${hook.webhook_id}`, bearer(token)));
     expect((await expectValue<{ secret: string }>(read)).value.secret).toBe(rotated);
   });
 

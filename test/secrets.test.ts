@@ -3,15 +3,13 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import worker from '../src/index';
 import { auditRows, countingDb, insertWebhook, snapshot } from './helpers/database';
 import { expectCreateFail, expectEnvelope, expectSecretFail, expectValue, SECRET } from './helpers/replies';
-import { fetchAndWait, fetchWith, post, postRequest, SECRET_URL } from './helpers/requests';
+import { fetchAndWait, fetchWith, post, postRequest, SECRET_URL, secretRequest } from './helpers/requests';
 import { bearer, freshApp, tokenFor } from './helpers/tokens';
 
 afterEach(() => {
   vi.restoreAllMocks();
 });
 
-const secretRequest = (query: string, headers: Record<string, string>) =>
-  new Request(`${SECRET_URL}?${query}`, { headers });
 const readSecret = (query: string, headers: Record<string, string>, overrides: Record<string, unknown> = {}) =>
   fetchAndWait(overrides, secretRequest(query, headers));
 

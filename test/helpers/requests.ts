@@ -12,8 +12,10 @@ export const URL_ = ORIGIN + PATH;
 /** The body limits the docs promise: 8 KiB for a webhook's, 64 KiB for an event's. */
 export const MAX_BODY_BYTES = 8192;
 export const MAX_EVENT_BYTES = 65536;
+
 export const EVENT_URL = `${ORIGIN}/v1.0/platform/nft/event`;
 export const SECRET_URL = `${URL_}/secret`;
+export const LOG_URL = `${URL_}/delivery`;
 
 /** DELETE with a raw query string (`webhook_id=...`), through the Worker's real entry point. */
 export function del(query: string | null, headers: Record<string, string>): Promise<Response> {
@@ -105,7 +107,9 @@ export async function publishEvent(app: string, type = 'NEW_NFT', data: Record<s
 export const publishDeliveries = async (app: string, type = 'NEW_NFT') =>
   (await publishEvent(app, type, {})).deliveryIds;
 
-export const LOG_URL = `${ORIGIN}/v1.0/app/nft/webhook/delivery`;
+/** A GET of a webhook's signing secret, with a raw query string. */
+export const secretRequest = (query: string, headers: Record<string, string>) =>
+  new Request(`${SECRET_URL}?${query}`, { headers });
 
 /** GET of the delivery log with a raw query string. */
 export const readLog = (query: string, headers: Record<string, string>, overrides: Record<string, unknown> = {}) =>
