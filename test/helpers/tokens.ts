@@ -47,8 +47,9 @@ export const auth = async (app: string) => bearer(await tokenFor(app));
 let seq = 0;
 
 /**
- * A name no other test has used: the test file's name and a counter (`webhook-read-app-3` in webhook-read.test.ts),
- * so that each test has an application, and its webhooks, to itself.
+ * An application name no other test has used: the test file's name and a counter
+ * (`webhook-read-app-3` in webhook-read.test.ts). Storage is shared by the tests of a file, so each
+ * test has an application, and its webhooks, to itself.
  */
 export function freshApp(): string {
   const file = expect.getState().testPath?.split('/').pop() ?? 'test';
