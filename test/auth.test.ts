@@ -1,28 +1,14 @@
 import { env, SELF } from 'cloudflare:test';
 import { SignJWT, UnsecuredJWT } from 'jose';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import {
-  bearer,
-  countingDb,
-  del,
-  expectDeleteFail,
-  expectInvalidToken,
-  expectSuccess,
-  expectUpdateFail,
-  fetchWith,
-  fetchWorker,
-  insertWebhook,
-  put,
-  snapshot,
-  tokenFor,
-  URL_,
-  webhookRow,
-} from './helpers';
+import { countingDb, insertWebhook, snapshot, webhookRow } from './helpers/database';
+import { expectDeleteFail, expectInvalidToken, expectSuccess, expectUpdateFail } from './helpers/replies';
+import { del, fetchWith, fetchWorker, put, URL_ } from './helpers/requests';
+import { bearer, now, tokenFor } from './helpers/tokens';
 
 /** The token bound the docs promise (8 KiB). */
 const MAX_TOKEN_LENGTH = 8192;
 
-const now = () => Math.floor(Date.now() / 1000);
 const b64url = (value: unknown) =>
   btoa(JSON.stringify(value)).replace(/=+$/, '').replace(/\+/g, '-').replace(/\//g, '_');
 

@@ -3,20 +3,10 @@
 // session started from, else the last one the isolate received, else one it asks D1 for.
 // Module state is per test file: the first test here runs in an isolate that has no bookmark yet.
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import {
-  bearer,
-  expectCreateFail,
-  expectDeleteFail,
-  expectQueryFail,
-  expectUpdateFail,
-  type Fault,
-  faultyDb,
-  fetchWith,
-  insertWebhook,
-  snapshot,
-  tokenFor,
-  URL_,
-} from './helpers';
+import { type Fault, faultyDb, insertWebhook, OVERLOADED, snapshot } from './helpers/database';
+import { expectCreateFail, expectDeleteFail, expectQueryFail, expectUpdateFail } from './helpers/replies';
+import { fetchWith, URL_ } from './helpers/requests';
+import { bearer, tokenFor } from './helpers/tokens';
 
 afterEach(() => {
   vi.restoreAllMocks();
@@ -25,7 +15,6 @@ afterEach(() => {
 const BOOKMARK = /^[0-9a-f]+(-[0-9a-f]+)+$/;
 const BROKEN = 'D1_ERROR: no such table: webhooks: SQLITE_ERROR';
 const LOST = 'D1_ERROR: Network connection lost.';
-const OVERLOADED = 'D1_ERROR: D1 DB is overloaded. Too many requests queued.';
 
 type Op = 'PUT' | 'DELETE' | 'POST' | 'GET one' | 'GET list';
 

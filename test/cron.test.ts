@@ -1,14 +1,12 @@
 import { createScheduledController, env } from 'cloudflare:test';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import worker from '../src/index';
-import { fakeQueue } from './helpers';
+import { fakeQueue } from './helpers/queues';
+import { daysAgo, minutesAgo } from './helpers/time';
 
 afterEach(() => {
   vi.restoreAllMocks();
 });
-
-const minutesAgo = (m: number) => new Date(Date.now() - m * 60_000).toISOString();
-const daysAgo = (d: number) => new Date(Date.now() - d * 86_400_000).toISOString();
 
 /** Inserts an event and one delivery of it per entry; returns the deliveries' ids. */
 async function insertDeliveries(

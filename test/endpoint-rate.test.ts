@@ -1,14 +1,14 @@
 import { env, runInDurableObject } from 'cloudflare:test';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { admit, newSchedule } from '../src/core/send-rate';
-import { deliver, publishEvent, receiver, registerWebhook } from './helpers';
+import { deliver } from './helpers/queues';
+import { receiver } from './helpers/receiver';
+import { publishEvent, registerWebhook } from './helpers/requests';
+import { freshApp } from './helpers/tokens';
 
 afterEach(() => {
   vi.restoreAllMocks();
 });
-
-let seq = 0;
-const freshApp = () => `rate-app-${++seq}`;
 
 /** Deliveries as stored, by id. */
 async function deliveries(ids: string[]) {

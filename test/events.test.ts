@@ -1,27 +1,14 @@
 import { env } from 'cloudflare:test';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import {
-  bearer,
-  consume,
-  countingDb,
-  EVENTS_QUEUE,
-  eventRequest,
-  expectEnvelope,
-  expectValue,
-  fakeQueue,
-  fetchAndWait,
-  insertWebhook,
-  platformToken,
-  post,
-  tokenFor,
-} from './helpers';
+import { countingDb, insertWebhook } from './helpers/database';
+import { consume, EVENTS_QUEUE, fakeQueue } from './helpers/queues';
+import { expectEnvelope, expectEventFail, expectValue } from './helpers/replies';
+import { eventRequest, fetchAndWait, post } from './helpers/requests';
+import { bearer, freshApp, platformToken, tokenFor } from './helpers/tokens';
 
 afterEach(() => {
   vi.restoreAllMocks();
 });
-
-let seq = 0;
-const freshApp = () => `events-app-${++seq}`;
 
 /** The event rows and deliveries of an application. */
 async function stored(appId: string) {
@@ -42,8 +29,6 @@ async function stored(appId: string) {
     deliveries: deliveries!.results as { delivery_id: string; event_id: string; webhook_id: string; status: string }[],
   };
 }
-
-const expectEventFail = (res: Response, status: number) => expectEnvelope(res, status, 64064, 'event fail');
 
 /** Publishes `body` with a platform token; the deliveries it queues are kept by a fake queue. */
 async function publish(body: unknown, headers?: Record<string, string>, overrides: Record<string, unknown> = {}) {

@@ -1,15 +1,9 @@
 import { env } from 'cloudflare:test';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import {
-  bearer,
-  expectDeleteFail,
-  expectUpdateFail,
-  fetchWorker,
-  insertWebhook,
-  snapshot,
-  tokenFor,
-  URL_,
-} from './helpers';
+import { insertWebhook, snapshot } from './helpers/database';
+import { expectDeleteFail, expectUpdateFail } from './helpers/replies';
+import { fetchWorker, URL_ } from './helpers/requests';
+import { bearer, tokenFor } from './helpers/tokens';
 
 afterEach(() => {
   vi.restoreAllMocks();

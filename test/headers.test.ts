@@ -8,21 +8,10 @@ import { bearerToken } from '../src/auth/bearer';
 import { requestIdOf } from '../src/http/envelope';
 import { withoutOws } from '../src/http/headers';
 import { parseIdempotencyKey } from '../src/http/params';
-import {
-  bearer,
-  expectInvalidToken,
-  expectValue,
-  fetchWith,
-  insertWebhook,
-  postRequest,
-  snapshot,
-  tokenFor,
-  URL_,
-  type Webhook,
-  webhooksOf,
-} from './helpers';
-
-let seq = 0;
+import { insertWebhook, snapshot, webhooksOf } from './helpers/database';
+import { expectInvalidToken, expectValue, type Webhook } from './helpers/replies';
+import { fetchWith, postRequest, URL_ } from './helpers/requests';
+import { bearer, freshApp, tokenFor } from './helpers/tokens';
 
 const OWS = [
   ['a trailing space', '', ' '],
@@ -70,7 +59,7 @@ describe.each(OWS)('a header value with %s', (_, lead, trail) => {
     ["the Worker's fetch", (req: Request) => fetchWith({}, req)],
   ])('through %s', (_via, send) => {
     it('authenticates, keeps the key and echoes the request id', async () => {
-      const app = `ows-app-${++seq}`;
+      const app = freshApp();
       const token = await tokenFor(app);
       const id = await insertWebhook(app);
       const read = await send(

@@ -1,17 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { parseId } from '../src/core/int64';
-import {
-  auditRows,
-  bearer,
-  del,
-  expectDeleteFail,
-  expectSuccess,
-  expectUpdateFail,
-  insertWebhook,
-  put,
-  tokenFor,
-  webhookRow,
-} from './helpers';
+import { auditRows, insertWebhook, webhookRow } from './helpers/database';
+import { expectDeleteFail, expectSuccess, expectUpdateFail } from './helpers/replies';
+import { del, put } from './helpers/requests';
+import { bearer, tokenFor } from './helpers/tokens';
 
 // 2^53 and 2^53 + 1 are the same JavaScript number: only exact handling can tell them apart.
 const TWO_53 = '9007199254740992';

@@ -1,19 +1,15 @@
 import { env } from 'cloudflare:test';
 import { afterEach, describe, expect, it, vi } from 'vitest';
+import { insertWebhook, snapshot, webhookRow } from './helpers/database';
 import {
-  bearer,
   expectDeleteFail,
   expectEnvelope,
   expectInvalidToken,
   expectSuccess,
   expectUpdateFail,
-  fetchWorker,
-  insertWebhook,
-  snapshot,
-  tokenFor,
-  URL_,
-  webhookRow,
-} from './helpers';
+} from './helpers/replies';
+import { fetchWorker, postJson, readLog, URL_ } from './helpers/requests';
+import { bearer, freshApp, tokenFor } from './helpers/tokens';
 
 afterEach(() => {
   vi.restoreAllMocks();
@@ -132,5 +128,26 @@ describe('rate limits', () => {
     await expectInvalidToken(await fetchWorker(deleteRequest(id, { authorization: 'Bearer x.y.z' }), bindings));
     await expectSuccess(await fetchWorker(deleteRequest(id, bearer(await tokenFor('app-a'))), bindings));
     expect(warn.mock.calls.filter((c) => String(c[0]).includes('rate limiter failed'))).toHaveLength(2);
+  });
+});
+
+describe('the delivery log, test events, recovery and rotation', () => {
+  it('count against the application’s rate limit, after authentication and before input', async () => {
+    const app = freshApp();
+    const headers = bearer(await tokenFor(app));
+    const limited = { APP_RATE_LIMITER: { limit: async () => ({ success: false }) } };
+    const cases: [Response, number][] = [
+      [await readLog('bad', headers, limited), 64060],
+      [(await postJson('test', 'bad', headers, limited)).res, 64064],
+      [(await postJson('recover', 'bad', headers, limited)).res, 64064],
+      [(await postJson('secret', 'bad', headers, limited)).res, 64065],
+    ];
+    for (const [res, code] of cases) {
+      expect(res.headers.get('retry-after')).toBe('60');
+      await expectEnvelope(res, 429, code, { 64060: 'query fail', 64064: 'event fail', 64065: 'secret fail' }[code]!);
+    }
+    // A bad token is refused before the limiter is asked.
+    const unauth = await readLog('bad', bearer('nope'), limited);
+    await expectEnvelope(unauth, 401, 20004, 'Invalid jwt token');
   });
 });

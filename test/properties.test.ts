@@ -1,10 +1,11 @@
 import { env, SELF } from 'cloudflare:test';
 import fc from 'fast-check';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { insertWebhook, ORIGIN, PATH, tokenFor } from './helpers';
+import { insertWebhook } from './helpers/database';
+import { MAX_BODY_BYTES, ORIGIN, PATH } from './helpers/requests';
+import { tokenFor } from './helpers/tokens';
 
 /** The body limit the docs promise (8 KiB). */
-const MAX_BODY_BYTES = 8192;
 
 const OP_CODE: Record<string, number> = { GET: 64060, POST: 64061, PUT: 64062, DELETE: 64063 };
 const FAILURE_STATUSES = [400, 404, 409, 413, 415, 429];

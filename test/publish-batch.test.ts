@@ -1,28 +1,16 @@
 import { env } from 'cloudflare:test';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import {
-  bearer,
-  countingDb,
-  eventRequest,
-  expectEnvelope,
-  expectInvalidToken,
-  expectValue,
-  fakeQueue,
-  faultyDb,
-  fetchAndWait,
-  insertWebhook,
-  ORIGIN,
-  platformToken,
-  tokenFor,
-} from './helpers';
+import { countingDb, faultyDb, insertWebhook } from './helpers/database';
+import { fakeQueue } from './helpers/queues';
+import { expectEventFail, expectInvalidToken, expectValue } from './helpers/replies';
+import { eventRequest, fetchAndWait, ORIGIN } from './helpers/requests';
+import { bearer, freshApp, platformToken, tokenFor } from './helpers/tokens';
 
 afterEach(() => {
   vi.restoreAllMocks();
 });
 
 const BATCH_URL = `${ORIGIN}/v1.0/platform/nft/events`;
-let seq = 0;
-const freshApp = () => `batch-app-${++seq}`;
 
 const batchRequest = (body: unknown, headers: Record<string, string>) =>
   new Request(BATCH_URL, {
@@ -54,7 +42,6 @@ async function counts(...apps: string[]) {
 }
 
 const event = (app: string, id: string, type = 'NEW_NFT') => ({ app_id: app, type, id, data: { token_id: id } });
-const expectEventFail = (res: Response, status: number) => expectEnvelope(res, status, 64064, 'event fail');
 
 describe('POST /v1.0/platform/nft/events', () => {
   it('stores every event of several applications with its deliveries in one round trip, 202 with the ids in order', async () => {

@@ -1,20 +1,9 @@
 import { env, SELF } from 'cloudflare:test';
 import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import {
-  bearer,
-  expectDeleteFail,
-  expectEnvelope,
-  expectUpdateFail,
-  faultyDb,
-  fetchWith,
-  fetchWorker,
-  holdBookmark,
-  insertWebhook,
-  ORIGIN,
-  snapshot,
-  tokenFor,
-  URL_,
-} from './helpers';
+import { faultyDb, holdBookmark, insertWebhook, snapshot } from './helpers/database';
+import { expectDeleteFail, expectEnvelope, expectUpdateFail } from './helpers/replies';
+import { fetchAndWait, fetchWith, fetchWorker, ORIGIN, URL_ } from './helpers/requests';
+import { bearer, tokenFor } from './helpers/tokens';
 
 beforeAll(holdBookmark);
 
@@ -167,5 +156,17 @@ describe('routing and the envelope', () => {
     );
     await expectDeleteFail(res, 500);
     expect(uuid.mock.calls.length).toBeGreaterThan(1);
+  });
+});
+
+describe('the delivery log, test event and recovery paths', () => {
+  it.each([
+    ['delivery', 'GET'],
+    ['test', 'POST'],
+    ['recover', 'POST'],
+  ])('/v1.0/app/nft/webhook/%s answers other methods 405 with Allow: %s', async (path, allow) => {
+    const res = await fetchAndWait({}, new Request(`${ORIGIN}/v1.0/app/nft/webhook/${path}`, { method: 'PATCH' }));
+    expect(res.headers.get('allow')).toBe(allow);
+    await expectEnvelope(res, 405, 405, 'method not allowed');
   });
 });

@@ -1,16 +1,9 @@
 import { applyD1Migrations, env } from 'cloudflare:test';
 import { describe, expect, it } from 'vitest';
-import {
-  bearer,
-  del,
-  expectSuccess,
-  expectValue,
-  fetchWith,
-  insertWebhook,
-  postRequest,
-  tokenFor,
-  webhookRow,
-} from './helpers';
+import { insertWebhook, webhookRow } from './helpers/database';
+import { expectSuccess, expectValue } from './helpers/replies';
+import { del, fetchWith, postRequest } from './helpers/requests';
+import { bearer, tokenFor } from './helpers/tokens';
 
 /**
  * A database's schema, comparable across the ways it was made: every table, index and trigger

@@ -1,36 +1,17 @@
 import { createScheduledController, env } from 'cloudflare:test';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import worker from '../src/index';
-import {
-  auditRows,
-  bearer,
-  countingDb,
-  expectCreateFail,
-  expectEnvelope,
-  expectValue,
-  fetchAndWait,
-  fetchWith,
-  insertWebhook,
-  post,
-  postRequest,
-  SECRET_URL,
-  snapshot,
-  tokenFor,
-} from './helpers';
+import { auditRows, countingDb, insertWebhook, snapshot } from './helpers/database';
+import { expectCreateFail, expectEnvelope, expectSecretFail, expectValue, SECRET } from './helpers/replies';
+import { fetchAndWait, fetchWith, post, postRequest, SECRET_URL, secretRequest } from './helpers/requests';
+import { bearer, freshApp, tokenFor } from './helpers/tokens';
 
 afterEach(() => {
   vi.restoreAllMocks();
 });
 
-let seq = 0;
-const freshApp = () => `secrets-app-${++seq}`;
-const SECRET = /^whsec_[A-Za-z0-9+/]{43}=$/;
-
-const secretRequest = (query: string, headers: Record<string, string>) =>
-  new Request(`${SECRET_URL}?${query}`, { headers });
 const readSecret = (query: string, headers: Record<string, string>, overrides: Record<string, unknown> = {}) =>
   fetchAndWait(overrides, secretRequest(query, headers));
-const expectSecretFail = (res: Response, status: number) => expectEnvelope(res, status, 64065, 'secret fail');
 
 describe('POST /v1.0/app/nft/webhook: event_types and the signing secret', () => {
   it('registers event_types and shows them in every reply that shows the webhook', async () => {

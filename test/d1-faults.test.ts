@@ -1,19 +1,8 @@
 import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import {
-  auditRows,
-  bearer,
-  expectDeleteFail,
-  expectSuccess,
-  expectUpdateFail,
-  faultyDb,
-  fetchWith,
-  holdBookmark,
-  insertWebhook,
-  snapshot,
-  tokenFor,
-  URL_,
-  webhookRow,
-} from './helpers';
+import { auditRows, faultyDb, holdBookmark, insertWebhook, OVERLOADED, snapshot, webhookRow } from './helpers/database';
+import { expectDeleteFail, expectSuccess, expectUpdateFail } from './helpers/replies';
+import { fetchWith, URL_ } from './helpers/requests';
+import { bearer, tokenFor } from './helpers/tokens';
 
 beforeAll(holdBookmark);
 
@@ -27,7 +16,6 @@ const TRANSIENT = [
   'D1_ERROR: D1 DB reset because its code was updated.',
   'D1_ERROR: Cannot resolve D1 DB due to transient issue on remote node.',
 ];
-const OVERLOADED = 'D1_ERROR: D1 DB is overloaded. Too many requests queued.';
 
 async function request(op: 'PUT' | 'DELETE', id: string, db: D1Database, state = false) {
   const token = await tokenFor('app-a');

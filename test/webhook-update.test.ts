@@ -1,22 +1,11 @@
 import { env, SELF } from 'cloudflare:test';
 import { describe, expect, it } from 'vitest';
-import {
-  auditRows,
-  bearer,
-  countingDb,
-  expectSuccess,
-  expectUpdateFail,
-  fetchWith,
-  insertWebhook,
-  put,
-  snapshot,
-  tokenFor,
-  URL_,
-  webhookRow,
-} from './helpers';
+import { auditRows, countingDb, insertWebhook, snapshot, webhookRow } from './helpers/database';
+import { expectSuccess, expectUpdateFail } from './helpers/replies';
+import { fetchWith, MAX_BODY_BYTES, put, URL_ } from './helpers/requests';
+import { bearer, tokenFor } from './helpers/tokens';
 
 /** The body limit the docs promise (8 KiB). */
-const MAX_BODY_BYTES = 8192;
 
 describe('PUT /v1.0/app/nft/webhook', () => {
   it('disables an enabled webhook and records the row before the change', async () => {

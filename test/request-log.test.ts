@@ -1,6 +1,8 @@
 import { env } from 'cloudflare:test';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { bearer, fetchWith, fetchWorker, insertWebhook, tokenFor, URL_ } from './helpers';
+import { insertWebhook } from './helpers/database';
+import { fetchWith, fetchWorker, URL_ } from './helpers/requests';
+import { bearer, tokenFor } from './helpers/tokens';
 
 afterEach(() => {
   vi.restoreAllMocks();

@@ -1,32 +1,14 @@
 import { env, SELF } from 'cloudflare:test';
 import { describe, expect, it } from 'vitest';
-import {
-  bearer,
-  countingDb,
-  del,
-  expectQueryFail,
-  expectSuccess,
-  expectValue,
-  fetchWith,
-  get,
-  insertWebhook,
-  post,
-  put,
-  snapshot,
-  tokenFor,
-  URL_,
-  type Webhook,
-  webhookRow,
-} from './helpers';
+import { countingDb, insertWebhook, snapshot, webhookRow } from './helpers/database';
+import { expectQueryFail, expectSuccess, expectValue, type Webhook } from './helpers/replies';
+import { del, fetchWith, get, post, put, URL_ } from './helpers/requests';
+import { auth, bearer, freshApp, tokenFor } from './helpers/tokens';
 
 interface Page {
   webhooks: Webhook[];
   next_cursor: string | null;
 }
-
-let seq = 0;
-const freshApp = () => `get-app-${++seq}`;
-const auth = async (app: string) => bearer(await tokenFor(app));
 
 /** Every webhook id of the application, page by page, following next_cursor. */
 async function allPages(app: string, query = '', between?: (page: number) => Promise<void>) {

@@ -1,34 +1,19 @@
 import { env } from 'cloudflare:test';
 import { Webhook as StandardWebhook } from 'standardwebhooks';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import {
-  auditRows,
-  bearer,
-  consume,
-  countingDb,
-  DELIVERIES_QUEUE,
-  del,
-  deliver,
-  expectValue,
-  fetchAndWait,
-  insertWebhook,
-  publishEvent,
-  put,
-  receiver,
-  registerWebhook,
-  tokenFor,
-} from './helpers';
+import { auditRows, countingDb, insertWebhook } from './helpers/database';
+import { consume, DELIVERIES_QUEUE, deliver } from './helpers/queues';
+import { receiver } from './helpers/receiver';
+import { expectValue } from './helpers/replies';
+import { del, fetchAndWait, publishEvent, put, registerWebhook } from './helpers/requests';
+import { hoursAgo } from './helpers/time';
+import { bearer, freshApp, tokenFor } from './helpers/tokens';
 
 afterEach(() => {
   vi.restoreAllMocks();
 });
 
-let seq = 0;
-const freshApp = () => `deliveries-app-${++seq}`;
 const DEFAULT_SCHEDULE = [5, 300, 1800, 7200, 18000, 36000, 36000];
-
-const register = registerWebhook;
-const publish = publishEvent;
 
 async function delivery(id: string) {
   return env.DB.prepare(
@@ -68,13 +53,11 @@ const setAttempts = (id: string, attempts: number) =>
     .bind(id, attempts)
     .run();
 
-const hoursAgo = (h: number) => new Date(Date.now() - h * 3_600_000).toISOString();
-
 describe('the deliveries consumer: one attempt', () => {
   it('POSTs the exact stored bytes, signed so that the standardwebhooks package verifies them', async () => {
     const app = freshApp();
-    const hook = await register(app);
-    const { eventId, deliveryIds } = await publish(app, 'MOD_NFT', { token_id: '42', price: 1.5 });
+    const hook = await registerWebhook(app);
+    const { eventId, deliveryIds } = await publishEvent(app, 'MOD_NFT', { token_id: '42', price: 1.5 });
     const { requests } = receiver(() => new Response('thanks'));
 
     const { result, ids, retries } = await deliver(deliveryIds);
@@ -101,7 +84,7 @@ describe('the deliveries consumer: one attempt', () => {
     // The reference implementation of the specification verifies it with the webhook's secret...
     expect(new StandardWebhook(hook.secret).verify(req!.body, req!.headers)).toEqual(JSON.parse(payload));
     // ...and refuses it with another secret or another body.
-    const other = (await register(freshApp())).secret;
+    const other = (await registerWebhook(freshApp())).secret;
     expect(() => new StandardWebhook(other).verify(req!.body, req!.headers)).toThrow();
     expect(() => new StandardWebhook(hook.secret).verify(`${req!.body} `, req!.headers)).toThrow();
 
@@ -121,8 +104,8 @@ describe('the deliveries consumer: one attempt', () => {
 
   it('keeps the first 1 KiB of the reply and cancels the rest unread', async () => {
     const app = freshApp();
-    await register(app);
-    const { deliveryIds } = await publish(app);
+    await registerWebhook(app);
+    const { deliveryIds } = await publishEvent(app);
     let pulled = 0;
     let cancelled = false;
     receiver(
@@ -154,7 +137,7 @@ describe('the deliveries consumer: one attempt', () => {
     const app = freshApp();
     const legacy = await insertWebhook(app, { url: 'https://legacy.example.com/h' });
     expect((await hookRow(legacy))?.secret).toBeNull();
-    const { deliveryIds } = await publish(app);
+    const { deliveryIds } = await publishEvent(app);
     const { requests } = receiver();
     await deliver(deliveryIds);
     const { value } = await expectValue<{ secret: string }>(
@@ -172,8 +155,8 @@ describe('the deliveries consumer: one attempt', () => {
 describe('the deliveries consumer: failures and retries', () => {
   it('retries on the schedule: after failed attempt N the delay is the Nth, then the delivery fails', async () => {
     const app = freshApp();
-    await register(app);
-    const { eventId, deliveryIds } = await publish(app);
+    await registerWebhook(app);
+    const { eventId, deliveryIds } = await publishEvent(app);
     const id = deliveryIds[0]!;
     const { requests } = receiver(() => new Response('nope', { status: 500 }));
     for (let n = 1; n <= DEFAULT_SCHEDULE.length + 1; n++) {
@@ -202,8 +185,8 @@ describe('the deliveries consumer: failures and retries', () => {
 
   it('follows DELIVERY_RETRY_SCHEDULE', async () => {
     const app = freshApp();
-    await register(app);
-    const { deliveryIds } = await publish(app);
+    await registerWebhook(app);
+    const { deliveryIds } = await publishEvent(app);
     receiver(() => new Response(null, { status: 500 }));
     const schedule = { DELIVERY_RETRY_SCHEDULE: '2s 1m' };
     const first = await deliver(deliveryIds, schedule);
@@ -224,8 +207,8 @@ describe('the deliveries consumer: failures and retries', () => {
     [500, '3600', 5],
   ])('after a %i with Retry-After: %s, waits %i s', async (status, header, wait) => {
     const app = freshApp();
-    await register(app);
-    const { deliveryIds } = await publish(app);
+    await registerWebhook(app);
+    const { deliveryIds } = await publishEvent(app);
     receiver(() => new Response(null, { status, headers: { 'retry-after': header } }));
     const { retries } = await deliver(deliveryIds);
     expect(Object.values(retries)).toEqual([wait]);
@@ -234,8 +217,8 @@ describe('the deliveries consumer: failures and retries', () => {
 
   it('reads Retry-After as an HTTP date too', async () => {
     const app = freshApp();
-    await register(app);
-    const { deliveryIds } = await publish(app);
+    await registerWebhook(app);
+    const { deliveryIds } = await publishEvent(app);
     receiver(
       () =>
         new Response(null, { status: 503, headers: { 'retry-after': new Date(Date.now() + 600_000).toUTCString() } }),
@@ -247,8 +230,8 @@ describe('the deliveries consumer: failures and retries', () => {
 
   it('does not follow redirects: a 3xx is a failed attempt', async () => {
     const app = freshApp();
-    await register(app);
-    const { deliveryIds } = await publish(app);
+    await registerWebhook(app);
+    const { deliveryIds } = await publishEvent(app);
     const { requests } = receiver(
       () => new Response(null, { status: 302, headers: { location: 'https://elsewhere.example.com/' } }),
     );
@@ -260,8 +243,8 @@ describe('the deliveries consumer: failures and retries', () => {
 
   it('ends an attempt that takes longer than DELIVERY_TIMEOUT_SECONDS as a timeout', async () => {
     const app = freshApp();
-    await register(app);
-    const { deliveryIds } = await publish(app);
+    await registerWebhook(app);
+    const { deliveryIds } = await publishEvent(app);
     receiver(() => new Promise<Response>(() => {}));
     const started = Date.now();
     await deliver(deliveryIds, { DELIVERY_TIMEOUT_SECONDS: '1' });
@@ -278,8 +261,8 @@ describe('the deliveries consumer: failures and retries', () => {
 
   it('counts a reply whose body does not arrive in time as a timeout too', async () => {
     const app = freshApp();
-    await register(app);
-    const { deliveryIds } = await publish(app);
+    await registerWebhook(app);
+    const { deliveryIds } = await publishEvent(app);
     receiver(() => new Response(new ReadableStream({ pull: () => new Promise(() => {}) })));
     await deliver(deliveryIds, { DELIVERY_TIMEOUT_SECONDS: '1' });
     expect(await delivery(deliveryIds[0]!)).toMatchObject({ last_error: 'timeout' });
@@ -287,9 +270,9 @@ describe('the deliveries consumer: failures and retries', () => {
 
   it('records a connection failure, and a TLS failure', async () => {
     const app = freshApp();
-    await register(app);
-    const a = await publish(app);
-    const b = await publish(app);
+    await registerWebhook(app);
+    const a = await publishEvent(app);
+    const b = await publishEvent(app);
     receiver((_, n) =>
       Promise.reject(new Error(n === 1 ? 'Network connection lost.' : 'TLS peer certificate is not trusted')),
     );
@@ -301,8 +284,8 @@ describe('the deliveries consumer: failures and retries', () => {
 
   it('never requests a URL that the rules refuse now, and records url_refused', async () => {
     const app = freshApp();
-    const { id } = await register(app);
-    const { deliveryIds } = await publish(app);
+    const { id } = await registerWebhook(app);
+    const { deliveryIds } = await publishEvent(app);
     // Rules may have tightened since it was registered (or a row was written by hand).
     await env.DB.prepare('UPDATE webhooks SET url = ?2 WHERE webhook_id = CAST(?1 AS INTEGER)')
       .bind(id, 'https://10.0.0.1/internal')
@@ -329,12 +312,12 @@ describe('the deliveries consumer: failures and retries', () => {
       }),
     );
     await expectValue(res, 201);
-    const { deliveryIds } = await publish(app);
+    const { deliveryIds } = await publishEvent(app);
     const { requests } = receiver();
     await deliver(deliveryIds, local);
     expect(requests.map((r) => r.url)).toEqual(['http://127.0.0.1:8790/hook']);
     // Without the setting, the same URL is refused at delivery.
-    const again = await publish(app);
+    const again = await publishEvent(app);
     await deliver(again.deliveryIds);
     expect((await delivery(again.deliveryIds[0]!))?.last_error).toBe('url_refused');
   });
@@ -344,9 +327,9 @@ describe('the deliveries consumer: webhooks that change, and dead endpoints', ()
   it('cancels a delivery whose webhook was disabled or deleted meanwhile, without a request', async () => {
     const app = freshApp();
     const headers = bearer(await tokenFor(app));
-    const off = await register(app);
-    const gone = await register(app, { url: `https://${app}.example.com/gone` });
-    const { deliveryIds } = await publish(app);
+    const off = await registerWebhook(app);
+    const gone = await registerWebhook(app, { url: `https://${app}.example.com/gone` });
+    const { deliveryIds } = await publishEvent(app);
     expect(deliveryIds).toHaveLength(2);
     await put({ webhook_id: off.id, is_enabled: false }, headers);
     await del(`webhook_id=${gone.id}`, headers);
@@ -360,8 +343,8 @@ describe('the deliveries consumer: webhooks that change, and dead endpoints', ()
 
   it('disables a webhook that answers 410 Gone at once, with an audit record by the system', async () => {
     const app = freshApp();
-    const hook = await register(app);
-    const { deliveryIds } = await publish(app);
+    const hook = await registerWebhook(app);
+    const { deliveryIds } = await publishEvent(app);
     receiver(() => new Response('gone', { status: 410 }));
     const { retries } = await deliver(deliveryIds);
     expect(retries).toEqual({});
@@ -391,7 +374,7 @@ describe('the deliveries consumer: webhooks that change, and dead endpoints', ()
 
   it('disables a webhook whose attempts all failed for AUTO_DISABLE_AFTER_HOURS, at least twice 12 h apart', async () => {
     const app = freshApp();
-    const hook = await register(app);
+    const hook = await registerWebhook(app);
     receiver(() => new Response(null, { status: 500 }));
     const failSince = async (h: number) => {
       const at = hoursAgo(h);
@@ -402,19 +385,19 @@ describe('the deliveries consumer: webhooks that change, and dead endpoints', ()
     };
 
     // The first failure starts the clock.
-    await deliver((await publish(app)).deliveryIds);
+    await deliver((await publishEvent(app)).deliveryIds);
     const since = (await hookRow(hook.id))?.failing_since;
     expect(Date.now() - Date.parse(since!)).toBeLessThan(5000);
     // Not yet 120 hours.
     await failSince(119);
-    await deliver((await publish(app)).deliveryIds);
+    await deliver((await publishEvent(app)).deliveryIds);
     expect((await hookRow(hook.id))?.is_enabled).toBe(1);
     // With a shorter setting, still two failures 12 hours apart are needed.
     await failSince(11);
-    await deliver((await publish(app)).deliveryIds, { AUTO_DISABLE_AFTER_HOURS: '1' });
+    await deliver((await publishEvent(app)).deliveryIds, { AUTO_DISABLE_AFTER_HOURS: '1' });
     expect((await hookRow(hook.id))?.is_enabled).toBe(1);
     const first = await failSince(121);
-    await deliver((await publish(app)).deliveryIds);
+    await deliver((await publishEvent(app)).deliveryIds);
     expect((await hookRow(hook.id))?.is_enabled).toBe(0);
     const reason = await env.DB.prepare(
       "SELECT actor, reason FROM webhook_audit WHERE webhook_id = CAST(?1 AS INTEGER) AND action = 'disable'",
@@ -426,12 +409,12 @@ describe('the deliveries consumer: webhooks that change, and dead endpoints', ()
 
   it('a success clears the failure clock', async () => {
     const app = freshApp();
-    const hook = await register(app);
+    const hook = await registerWebhook(app);
     await env.DB.prepare('UPDATE webhooks SET failing_since = ?2 WHERE webhook_id = CAST(?1 AS INTEGER)')
       .bind(hook.id, hoursAgo(200))
       .run();
     receiver();
-    await deliver((await publish(app)).deliveryIds);
+    await deliver((await publishEvent(app)).deliveryIds);
     expect(await hookRow(hook.id)).toMatchObject({ is_enabled: 1, failing_since: null });
   });
 });
@@ -439,8 +422,8 @@ describe('the deliveries consumer: webhooks that change, and dead endpoints', ()
 describe('the deliveries consumer: batches', () => {
   it('loads and records a batch of ten deliveries in two D1 round trips, attempting at most six at once', async () => {
     const app = freshApp();
-    for (let i = 0; i < 10; i++) await register(app, { url: `https://${app}.example.com/h${i}` });
-    const { deliveryIds } = await publish(app);
+    for (let i = 0; i < 10; i++) await registerWebhook(app, { url: `https://${app}.example.com/h${i}` });
+    const { deliveryIds } = await publishEvent(app);
     expect(deliveryIds).toHaveLength(10);
     let open = 0;
     let most = 0;
@@ -461,8 +444,8 @@ describe('the deliveries consumer: batches', () => {
 
   it('attempts a delivery once when its message comes twice, and never again once it ended', async () => {
     const app = freshApp();
-    await register(app);
-    const { deliveryIds } = await publish(app);
+    await registerWebhook(app);
+    const { deliveryIds } = await publishEvent(app);
     const { requests } = receiver();
     const { result } = await deliver([deliveryIds[0]!, deliveryIds[0]!]);
     expect(requests).toHaveLength(1);
@@ -474,8 +457,8 @@ describe('the deliveries consumer: batches', () => {
 
   it('puts back a message that comes before its attempt is due', async () => {
     const app = freshApp();
-    await register(app);
-    const { deliveryIds } = await publish(app);
+    await registerWebhook(app);
+    const { deliveryIds } = await publishEvent(app);
     await env.DB.prepare('UPDATE deliveries SET next_attempt_at = ?2 WHERE delivery_id = CAST(?1 AS INTEGER)')
       .bind(deliveryIds[0], new Date(Date.now() + 120_000).toISOString())
       .run();
@@ -511,8 +494,8 @@ describe('the deliveries consumer: batches', () => {
   it('waits, without a request, while WEBHOOK_SECRET_KEY is missing, and says so in the log', async () => {
     const error = vi.spyOn(console, 'error').mockImplementation(() => {});
     const app = freshApp();
-    await register(app);
-    const { deliveryIds } = await publish(app);
+    await registerWebhook(app);
+    const { deliveryIds } = await publishEvent(app);
     const { spy } = receiver();
     const { retries } = await deliver(deliveryIds, { WEBHOOK_SECRET_KEY: '' });
     expect(spy).not.toHaveBeenCalled();
@@ -524,8 +507,8 @@ describe('the deliveries consumer: batches', () => {
   it('waits while the delivery settings are invalid, and names the setting in the log', async () => {
     const error = vi.spyOn(console, 'error').mockImplementation(() => {});
     const app = freshApp();
-    await register(app);
-    const { deliveryIds } = await publish(app);
+    await registerWebhook(app);
+    const { deliveryIds } = await publishEvent(app);
     const { spy } = receiver();
     const { result } = await deliver(deliveryIds, { DELIVERY_RETRY_SCHEDULE: '5s 13h' });
     expect(spy).not.toHaveBeenCalled();
@@ -537,8 +520,8 @@ describe('the deliveries consumer: batches', () => {
 describe('the deliveries consumer: copies of a message', () => {
   it('drops a message of an older queue generation without a request, and carries on with the current one', async () => {
     const app = freshApp();
-    await register(app);
-    const { deliveryIds } = await publish(app);
+    await registerWebhook(app);
+    const { deliveryIds } = await publishEvent(app);
     const id = deliveryIds[0]!;
     // The Cron Trigger queued it again (generation 1): the first message, turning up late, is a copy.
     await env.DB.prepare('UPDATE deliveries SET queue_gen = 1 WHERE delivery_id = ?1').bind(id).run();
@@ -559,9 +542,9 @@ describe('the deliveries consumer: copies of a message', () => {
 
   it('writes one audit record when several deliveries of one webhook get 410 in a batch', async () => {
     const app = freshApp();
-    const hook = await register(app);
-    const a = await publish(app);
-    const b = await publish(app);
+    const hook = await registerWebhook(app);
+    const a = await publishEvent(app);
+    const b = await publishEvent(app);
     receiver(() => new Response(null, { status: 410 }));
     await deliver([...a.deliveryIds, ...b.deliveryIds]);
     const disables = (await auditRows(hook.id)).filter((r) => r.action === 'disable');
@@ -571,7 +554,7 @@ describe('the deliveries consumer: copies of a message', () => {
 
   it('starts the failure clock afresh when the application enables the webhook again', async () => {
     const app = freshApp();
-    const hook = await register(app);
+    const hook = await registerWebhook(app);
     const headers = bearer(await tokenFor(app));
     await env.DB.prepare('UPDATE webhooks SET is_enabled = 0, failing_since = ?2 WHERE webhook_id = ?1')
       .bind(hook.id, hoursAgo(200))
@@ -579,7 +562,7 @@ describe('the deliveries consumer: copies of a message', () => {
     expect((await put({ webhook_id: hook.id, is_enabled: true }, headers)).status).toBe(200);
     expect(await hookRow(hook.id)).toMatchObject({ is_enabled: 1, failing_since: null });
     receiver(() => new Response(null, { status: 500 }));
-    await deliver((await publish(app)).deliveryIds);
+    await deliver((await publishEvent(app)).deliveryIds);
     // One failure after re-enabling does not disable it again.
     expect((await hookRow(hook.id))?.is_enabled).toBe(1);
   });
@@ -587,9 +570,9 @@ describe('the deliveries consumer: copies of a message', () => {
   it('records one failed attempt when something unexpected breaks it, and still records the others', async () => {
     vi.spyOn(console, 'error').mockImplementation(() => {});
     const app = freshApp();
-    await register(app);
-    await register(app, { url: `https://${app}.example.com/second` });
-    const { deliveryIds } = await publish(app);
+    await registerWebhook(app);
+    await registerWebhook(app, { url: `https://${app}.example.com/second` });
+    const { deliveryIds } = await publishEvent(app);
     receiver((req) => {
       if (req.url.endsWith('/second')) throw new TypeError('unexpected');
       return new Response('ok');

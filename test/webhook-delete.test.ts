@@ -1,19 +1,9 @@
 import { env, SELF } from 'cloudflare:test';
 import { describe, expect, it } from 'vitest';
-import {
-  auditRows,
-  bearer,
-  countingDb,
-  del,
-  expectDeleteFail,
-  expectSuccess,
-  fetchWith,
-  insertWebhook,
-  snapshot,
-  tokenFor,
-  URL_,
-  webhookRow,
-} from './helpers';
+import { auditRows, countingDb, insertWebhook, snapshot, webhookRow } from './helpers/database';
+import { expectDeleteFail, expectSuccess } from './helpers/replies';
+import { del, fetchWith, URL_ } from './helpers/requests';
+import { bearer, tokenFor } from './helpers/tokens';
 
 describe('DELETE /v1.0/app/nft/webhook', () => {
   it('deletes the caller’s webhook and keeps its last row in the audit table', async () => {

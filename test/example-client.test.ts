@@ -1,7 +1,9 @@
 import { env, SELF } from 'cloudflare:test';
 import { describe, expect, it } from 'vitest';
 import { WebhookApiError, WebhookClient } from '../examples/client';
-import { insertWebhook, ORIGIN, tokenFor, webhookRow } from './helpers';
+import { insertWebhook, webhookRow } from './helpers/database';
+import { ORIGIN } from './helpers/requests';
+import { tokenFor } from './helpers/tokens';
 
 const client = async (app: string, fetch: typeof globalThis.fetch = (input, init) => SELF.fetch(input, init)) => {
   const sleeps: number[] = [];

@@ -10,19 +10,10 @@ import {
   type JWK,
 } from 'jose';
 import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import {
-  bearer,
-  expectDeleteFail,
-  expectInvalidToken,
-  expectSuccess,
-  fetchWorker,
-  insertWebhook,
-  tokenFor,
-  URL_,
-  webhookRow,
-} from './helpers';
-
-const now = () => Math.floor(Date.now() / 1000);
+import { insertWebhook, webhookRow } from './helpers/database';
+import { expectDeleteFail, expectInvalidToken, expectSuccess } from './helpers/replies';
+import { fetchWorker, URL_ } from './helpers/requests';
+import { bearer, now, tokenFor } from './helpers/tokens';
 
 interface Pair {
   alg: string;

@@ -3,38 +3,18 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { PURGE_BATCH } from '../src/core/batches';
 import worker from '../src/index';
 import { createWebhook } from '../src/webhooks/store/registration';
-import {
-  auditRows,
-  bearer,
-  countingDb,
-  del,
-  expectCreateFail,
-  expectValue,
-  faultyDb,
-  fetchWith,
-  insertWebhook,
-  post,
-  postRequest,
-  snapshot,
-  tokenFor,
-  URL_,
-  type Webhook,
-  webhookRow,
-  webhooksOf,
-} from './helpers';
+import { auditRows, countingDb, faultyDb, insertWebhook, snapshot, webhookRow, webhooksOf } from './helpers/database';
+import { expectCreateFail, expectValue, type Webhook } from './helpers/replies';
+import { del, fetchWith, MAX_BODY_BYTES, post, postRequest, URL_ } from './helpers/requests';
+import { auth, bearer, freshApp, tokenFor } from './helpers/tokens';
 
 /** The body limit the docs promise (8 KiB). */
-const MAX_BODY_BYTES = 8192;
 
 afterEach(() => {
   vi.restoreAllMocks();
 });
 
 const ISO_UTC = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
-let seq = 0;
-/** An application of its own for each test: storage is shared by the tests of a file. */
-const freshApp = () => `post-app-${++seq}`;
-const auth = async (app: string) => bearer(await tokenFor(app));
 
 describe('POST /v1.0/app/nft/webhook', () => {
   it('registers a webhook: 201, Location, the webhook as value, the row and its create record', async () => {

@@ -1,0 +1,185 @@
+// The delivery log: GET /v1.0/app/nft/webhook/delivery, a webhook's deliveries or one with its attempts.
+import { env } from 'cloudflare:test';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { countingDb } from './helpers/database';
+import { deliver } from './helpers/queues';
+import { receiver } from './helpers/receiver';
+import { expectQueryFail, expectValue } from './helpers/replies';
+import { publishDeliveries, readLog, registerWebhook } from './helpers/requests';
+import { bearer, freshApp, tokenFor } from './helpers/tokens';
+
+afterEach(() => {
+  vi.restoreAllMocks();
+});
+
+interface Delivery {
+  delivery_id: number;
+  event_id: string;
+  type: string;
+  status: string;
+  attempts: number;
+  next_attempt_at: string | null;
+  last_attempt_at: string | null;
+  last_status: number | null;
+  last_error: string | null;
+  created_at: string;
+  attempt_log?: {
+    attempt: number;
+    attempted_at: string;
+    status: number | null;
+    error: string | null;
+    duration_ms: number;
+    body: string | null;
+  }[];
+}
+type Page = { deliveries: Delivery[]; next_cursor: string | null };
+
+describe('GET /v1.0/app/nft/webhook/delivery', () => {
+  it('lists a webhook’s deliveries newest first, with the latest attempt of each', async () => {
+    const app = freshApp();
+    const hook = await registerWebhook(app);
+    const first = await publishDeliveries(app, 'NEW_NFT');
+    const second = await publishDeliveries(app, 'MOD_NFT');
+    receiver(() => new Response('busy', { status: 503 }));
+    await deliver(first);
+    const headers = bearer(await tokenFor(app));
+    const { value } = await expectValue<Page>(await readLog(`webhook_id=${hook.id}`, headers));
+    expect(value.next_cursor).toBeNull();
+    expect(value.deliveries.map((d) => d.delivery_id)).toEqual([Number(second[0]), Number(first[0])]);
+    expect(value.deliveries[0]).toEqual({
+      delivery_id: Number(second[0]),
+      event_id: expect.stringMatching(/^evt_/),
+      type: 'MOD_NFT',
+      status: 'pending',
+      attempts: 0,
+      next_attempt_at: expect.any(String),
+      last_attempt_at: null,
+      last_status: null,
+      last_error: null,
+      created_at: expect.any(String),
+    });
+    expect(value.deliveries[1]).toMatchObject({
+      type: 'NEW_NFT',
+      status: 'pending',
+      attempts: 1,
+      last_status: 503,
+      last_error: null,
+    });
+  });
+
+  it('pages with a cursor that neither repeats nor skips while deliveries are added, and filters by status', async () => {
+    const app = freshApp();
+    const hook = await registerWebhook(app);
+    const made: string[] = [];
+    for (let i = 0; i < 5; i++) made.push(...(await publishDeliveries(app)));
+    const headers = bearer(await tokenFor(app));
+    const seen: number[] = [];
+    let cursor: string | null = null;
+    do {
+      const query: string = `webhook_id=${hook.id}&limit=2${cursor === null ? '' : `&cursor=${cursor}`}`;
+      const { value }: { value: Page } = await expectValue<Page>(await readLog(query, headers));
+      seen.push(...value.deliveries.map((d) => d.delivery_id));
+      cursor = value.next_cursor;
+      // Newer deliveries arrive between pages: they belong before the first page, not in the rest.
+      await publishDeliveries(app);
+    } while (cursor !== null);
+    expect(seen).toEqual([...made].reverse().map(Number));
+
+    receiver();
+    await deliver(made.slice(0, 2));
+    const ok = await expectValue<Page>(await readLog(`webhook_id=${hook.id}&status=succeeded`, headers));
+    expect(ok.value.deliveries.map((d) => d.delivery_id).sort()).toEqual(made.slice(0, 2).map(Number).sort());
+  });
+
+  it('answers one delivery with its attempt log, oldest first', async () => {
+    const app = freshApp();
+    await registerWebhook(app);
+    const [id] = await publishDeliveries(app);
+    receiver((_, n) => (n === 1 ? new Response('down', { status: 500 }) : new Response('fine')));
+    await deliver([id!]);
+    await env.DB.prepare(
+      `UPDATE deliveries SET next_attempt_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now') WHERE delivery_id = ?1`,
+    )
+      .bind(id)
+      .run();
+    await deliver([id!]);
+    const { value } = await expectValue<Delivery>(await readLog(`delivery_id=${id}`, bearer(await tokenFor(app))));
+    expect(value).toMatchObject({
+      delivery_id: Number(id),
+      status: 'succeeded',
+      attempts: 2,
+      last_status: 200,
+      next_attempt_at: null,
+    });
+    expect(value.attempt_log).toEqual([
+      {
+        attempt: 1,
+        attempted_at: expect.any(String),
+        status: 500,
+        error: null,
+        duration_ms: expect.any(Number),
+        body: 'down',
+      },
+      {
+        attempt: 2,
+        attempted_at: expect.any(String),
+        status: 200,
+        error: null,
+        duration_ms: expect.any(Number),
+        body: 'fine',
+      },
+    ]);
+  });
+
+  it('answers a foreign and a missing webhook or delivery with one identical 404', async () => {
+    const app = freshApp();
+    const other = freshApp();
+    const theirs = await registerWebhook(other);
+    const [theirDelivery] = await publishDeliveries(other);
+    const headers = bearer(await tokenFor(app));
+    for (const [foreign, missing] of [
+      [`webhook_id=${theirs.id}`, 'webhook_id=999999999'],
+      [`delivery_id=${theirDelivery}`, 'delivery_id=999999999'],
+    ]) {
+      const a = await readLog(foreign!, headers);
+      const b = await readLog(missing!, headers);
+      expect(a.headers.get('x-error-detail')).toBe(b.headers.get('x-error-detail'));
+      await expectQueryFail(a, 404);
+      await expectQueryFail(b, 404);
+    }
+  });
+
+  it.each([
+    ['', 'webhook_id or delivery_id is required'],
+    ['webhook_id=0', undefined],
+    ['webhook_id=1&limit=0', 'limit must be a whole number from 1 to 100'],
+    ['webhook_id=1&limit=101', 'limit must be a whole number from 1 to 100'],
+    ['webhook_id=1&status=done', 'status must be one of pending, succeeded, failed, cancelled'],
+    ['webhook_id=1&status=failed&status=pending', 'status must be given once'],
+    ['webhook_id=1&cursor=nope', 'cursor is not a next_cursor this API issued'],
+    // A cursor of the webhook list is not one of the delivery log.
+    ['webhook_id=1&cursor=dzE6Mg', 'cursor is not a next_cursor this API issued'],
+    ['delivery_id=abc', undefined],
+    ['delivery_id=1&delivery_id=2', 'delivery_id must be given once'],
+  ])('answers 400 for ?%s', async (query, detail) => {
+    const res = await readLog(query, bearer(await tokenFor(freshApp())));
+    if (detail !== undefined) expect(res.headers.get('x-error-detail')).toBe(detail);
+    await expectQueryFail(res, 400);
+  });
+
+  it('is one D1 round trip, sends X-D1-Bookmark, and refuses a malformed bookmark', async () => {
+    const app = freshApp();
+    const hook = await registerWebhook(app);
+    const headers = bearer(await tokenFor(app));
+    const { db, calls } = countingDb(env.DB);
+    const res = await readLog(`webhook_id=${hook.id}`, headers, { DB: db });
+    await expectValue(res);
+    expect(calls()).toBe(1);
+    const bookmark = res.headers.get('x-d1-bookmark')!;
+    await expectValue(await readLog(`webhook_id=${hook.id}`, { ...headers, 'x-d1-bookmark': bookmark }));
+    await expectQueryFail(
+      await readLog(`webhook_id=${hook.id}`, { ...headers, 'x-d1-bookmark': 'first-primary' }),
+      400,
+    );
+  });
+});
