@@ -40,5 +40,5 @@ describe('wrangler d1 migrations apply, as a deploy runs it', () => {
     sql(`INSERT INTO webhook_audit (webhook_id, app_id, action, row_before, actor, request_id)
          VALUES (3, 'app-a', 'create', '{}', 'app-a', 'r3')`);
     expect(readFileSync(first, 'utf8')).toContain('CREATE TABLE IF NOT EXISTS webhooks');
-  });
+  }, 180_000); // Eight wrangler runs, each a process of its own: slow on a busy machine.
 });
