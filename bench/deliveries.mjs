@@ -153,11 +153,13 @@ export async function startQueueWorker({
   inspectorPort,
   log,
   uncappedFloor = false,
+  durableObjects,
 }) {
   const before = workerdProcesses();
   const worker = await startWorker({
     script,
     scriptPath,
+    durableObjects,
     apps: 0,
     perApp: 0,
     inspectorPort,

@@ -67,6 +67,9 @@ const schema = readdirSync(migrations)
   .sort()
   .flatMap((f) => unstable_splitSqlQuery(readFileSync(new URL(f, migrations), 'utf8')));
 export const SECRET = randomBytes(32).toString('base64url');
+/** The service's Durable Objects (wrangler.toml), as Miniflare binds them: the reference workers have none. */
+export const SERVICE_OBJECTS = { ENDPOINTS: { className: 'Endpoint', useSQLite: true } };
+
 /** WEBHOOK_SECRET_KEY: the AES-256-GCM key that seals webhooks' signing secrets at rest. */
 export const SECRET_KEY = randomBytes(32).toString('base64');
 const unlimited = { simple: { limit: 1_000_000_000, period: 60 } };
@@ -75,8 +78,8 @@ const unlimited = { simple: { limit: 1_000_000_000, period: 60 } };
  * Starts one worker with a fresh in-memory D1 holding `apps` x `perApp` webhooks (ids 1..n, app of
  * id i is `app-${(i - 1) % apps}`) and returns its URL, its D1, its Miniflare and a `dispose`.
  * `script` is a module's source, or `scriptPath` a file. Rate limits are lifted: load and
- * benchmark measure the service, not the limiter's budget. `queueProducers` and `queueConsumers`
- * are Miniflare's options of the same names.
+ * benchmark measure the service, not the limiter's budget. `queueProducers`, `queueConsumers` and
+ * `durableObjects` are Miniflare's options of the same names.
  */
 export async function startWorker({
   script,
@@ -89,6 +92,7 @@ export async function startWorker({
   bindings = {},
   queueProducers,
   queueConsumers,
+  durableObjects,
 }) {
   const mf = new Miniflare({
     modules: true,
@@ -101,6 +105,7 @@ export async function startWorker({
     d1Databases: { DB: 'bench' },
     queueProducers,
     queueConsumers,
+    durableObjects,
     bindings: {
       JWT_SECRET: SECRET,
       JWT_APP_CLAIM: 'sub',
@@ -113,6 +118,7 @@ export async function startWorker({
       ? {
           APP_RATE_LIMITER: { namespace_id: '1001', ...unlimited },
           AUTH_FAILURE_RATE_LIMITER: { namespace_id: '1002', ...unlimited },
+          PUBLISH_RATE_LIMITER: { namespace_id: '1003', ...unlimited },
         }
       : {},
     // The Worker logs one line per request: kept out of the measurement unless asked for.

@@ -8,7 +8,15 @@ import autocannon from 'autocannon';
 import { build } from 'esbuild';
 import WebSocket from 'ws';
 import { startQueueWorker, startReceiver, throughput } from './deliveries.mjs';
-import { addPublishApps, ownerOf, PATH, PUBLISH_QUEUE_PRODUCERS, startWorker, tokenFor } from './harness.mjs';
+import {
+  addPublishApps,
+  ownerOf,
+  PATH,
+  PUBLISH_QUEUE_PRODUCERS,
+  SERVICE_OBJECTS,
+  startWorker,
+  tokenFor,
+} from './harness.mjs';
 import { scenarioList } from './scenarios.mjs';
 
 const scenario = process.argv[2] ?? 'rejected';
@@ -20,12 +28,20 @@ const { outputFiles } = await build({
   format: 'esm',
   write: false,
   conditions: ['workerd', 'worker', 'browser'],
+  external: ['cloudflare:*'],
 });
 const inspectorPort = 9239;
 const receiver = scenario === 'deliver' ? await startReceiver() : null;
 const worker =
   scenario === 'deliver'
-    ? await startQueueWorker({ script: outputFiles[0].text, receiver, batchSize: 10, batchTimeout: 0, inspectorPort })
+    ? await startQueueWorker({
+        script: outputFiles[0].text,
+        receiver,
+        batchSize: 10,
+        batchTimeout: 0,
+        inspectorPort,
+        durableObjects: floor ? undefined : SERVICE_OBJECTS,
+      })
     : await startWorker({
         script: outputFiles[0].text,
         apps: APPS,
@@ -35,6 +51,7 @@ const worker =
         // --no-limiters: diagnostic, to see what the rate-limit bindings cost.
         limiters: !process.argv.includes('--no-limiters'),
         queueProducers: PUBLISH_QUEUE_PRODUCERS,
+        durableObjects: floor ? undefined : SERVICE_OBJECTS,
       });
 if (scenario === 'publish') await addPublishApps(worker.db);
 

@@ -3,7 +3,7 @@
 // and that POST's rules held. Exits non-zero on any 5xx or mismatch.
 //   node bench/stress.mjs [--requests N] [--concurrency N] [--self-check]
 // --self-check plants one doubled audit record after the load: the check must then fail.
-import { buildBundle, option, ownerOf, PATH, startWorker, tokenFor } from './harness.mjs';
+import { buildBundle, option, ownerOf, PATH, SERVICE_OBJECTS, startWorker, tokenFor } from './harness.mjs';
 
 const REQUESTS = option('--requests', 6000);
 const CONCURRENCY = option('--concurrency', 64);
@@ -11,7 +11,12 @@ const APPS = 10;
 const PER_APP = 20; // 200 webhooks: many requests collide on the same ones
 const WEBHOOKS = APPS * PER_APP;
 
-const worker = await startWorker({ scriptPath: buildBundle().href, apps: APPS, perApp: PER_APP });
+const worker = await startWorker({
+  scriptPath: buildBundle().href,
+  apps: APPS,
+  perApp: PER_APP,
+  durableObjects: SERVICE_OBJECTS,
+});
 const tokens = await Promise.all(Array.from({ length: APPS }, (_, i) => tokenFor(`app-${i}`)));
 const tokenOf = (id) => tokens[Number(ownerOf(id, APPS).slice(4))];
 const otherToken = (id) => tokens[(Number(ownerOf(id, APPS).slice(4)) + 1) % APPS];
