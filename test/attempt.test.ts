@@ -35,6 +35,11 @@ describe('retryAfterSeconds', () => {
     expect(retryAfterSeconds('soon', now)).toBeNull();
     expect(retryAfterSeconds(null, now)).toBeNull();
   });
+
+  it('reads seconds of any length (11 digits and more), for the caller to cap', () => {
+    expect(retryAfterSeconds('10000000000')).toBe(10_000_000_000);
+    expect(retryAfterSeconds('99999999999999999999')).toBeGreaterThan(43_200);
+  });
 });
 
 describe('parseSchedule', () => {
