@@ -6,6 +6,7 @@ import { badInput, conflict, notFound, success } from '../http/envelope';
 import type { AppEnv } from '../types';
 import { withD1 } from '../webhooks/d1';
 import { webhookIdField } from '../webhooks/params';
+import { deliveryConfig } from './config';
 import { firstQueued, queueDeliveries } from './queue';
 import { storeTestEvent } from './store';
 
@@ -18,6 +19,8 @@ export const TEST_EVENT_TYPE = 'webhook.test';
  * other. 202 with the event's and the delivery's ids; a disabled webhook is 409.
  */
 export async function sendTestEvent(c: Context<AppEnv>): Promise<Response> {
+  // Invalid delivery settings fail closed, as publish and recover do (500 naming the setting).
+  deliveryConfig(c.env);
   const { webhook_id: raw, type = TEST_EVENT_TYPE } = jsonObject((await readJsonBody(c.req.raw)).value);
   const webhookId = webhookIdField(raw);
   if (!isEventType(type)) throw badInput('type must be 1 to 64 letters, digits, _ or .');

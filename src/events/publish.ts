@@ -1,4 +1,5 @@
 import type { Context } from 'hono';
+import { deliveryConfig } from '../deliveries/config';
 import { firstQueued, queueDeliveries } from '../deliveries/queue';
 import { type EventToStore, storeEvents } from '../deliveries/store';
 import { readJsonBody } from '../http/body';
@@ -32,6 +33,9 @@ export function eventToStore(event: NewEvent, fallbackKey: string | null): Event
  * events already have answers the first event's id and delivers nothing again.
  */
 export async function publishEvent(c: Context<AppEnv>): Promise<Response> {
+  // Invalid delivery settings fail closed here too (500 naming the setting): nothing is stored
+  // that could not be delivered.
+  deliveryConfig(c.env);
   const { value } = await readJsonBody(c.req.raw, { maxBytes: MAX_EVENT_BYTES, exactNumbers: true });
   const event = eventToStore(parseEvent(value), null);
   const [stored] = await withD1(c, 'first-primary', (db) => storeEvents(db, [event]));
