@@ -4,7 +4,7 @@ import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { createServer } from 'node:net';
 import { Webhook } from 'standardwebhooks';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, inject, it } from 'vitest';
 import { until } from './receiver';
 
 const root = new URL('../..', import.meta.url).pathname;
@@ -155,5 +155,37 @@ describe('npm run token', () => {
       sub: 'demo-app-1',
       scope: 'events:publish',
     });
+  });
+});
+
+describe('examples/curl.sh', () => {
+  it('runs every call against wrangler dev, and makes the retry and the repeat its comments promise', () => {
+    const run = spawnSync('bash', ['examples/curl.sh'], {
+      cwd: root,
+      encoding: 'utf8',
+      timeout: 60_000,
+      env: {
+        ...process.env,
+        BASE_URL: inject('baseUrl'),
+        JWT_SECRET: inject('secret'),
+        JWT_APP_CLAIM: 'sub',
+        JWT_ISSUER: '',
+        JWT_AUDIENCE: '',
+      },
+    });
+    expect(run.status, run.stderr).toBe(0);
+    const replies = run.stdout.split(/^(?=# )/m);
+    const reply = (comment: string) => replies.find((r) => r.startsWith(`# ${comment}`)) ?? '';
+    const first = reply('Register a webhook');
+    const retry = reply('Retry it with the same Idempotency-Key');
+    expect(first).toMatch(/^HTTP\/1\.1 201 Created/m);
+    expect(retry).toMatch(/^HTTP\/1\.1 201 Created/m);
+    expect(retry).toMatch(/^idempotent-replayed: true/im);
+    const id = (text: string) => /"webhook_id":(\d+)/.exec(text)?.[1];
+    expect(id(retry)).toBe(id(first));
+    const deletes = reply('Delete it, then repeat the delete').match(/^HTTP\/1\.1 200 OK/gm);
+    expect(deletes).toHaveLength(2);
+    expect(reply('Its delivery log')).toMatch(/^HTTP\/1\.1 202 Accepted/m);
+    expect(run.stdout).not.toMatch(/^HTTP\/1\.1 [45]\d\d/m);
   });
 });
