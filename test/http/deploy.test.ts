@@ -115,8 +115,9 @@ function deploy(args: string[], account: Account, toml = original) {
 }
 
 const databaseId = (config: string, env: string) =>
-  unstable_readConfig({ config, env }, { hideWarnings: true }).d1_databases?.find((d) => d.binding === 'DB')
-    ?.database_id;
+  unstable_readConfig({ config, env }, { hideWarnings: true }).d1_databases?.find(
+    (d: { binding: string }) => d.binding === 'DB',
+  )?.database_id;
 
 const PRODUCTION_QUEUES = ['nft-webhook-events', 'nft-webhook-deliveries'];
 const STAGING_QUEUES = ['nft-webhook-events-staging', 'nft-webhook-deliveries-staging'];
