@@ -145,7 +145,10 @@ export async function startWranglerDev(options: {
   // goes with it.
   const onExit = () => signal('SIGKILL');
   process.once('exit', onExit);
+  // Output can still arrive while it stops, after the caller may have removed the log's folder.
+  let stopped = false;
   const stop = async () => {
+    stopped = true;
     if (child.exitCode === null && child.signalCode === null) {
       const exited = new Promise((resolve) => child.once('exit', resolve));
       signal('SIGTERM');
@@ -160,7 +163,7 @@ export async function startWranglerDev(options: {
       const timer = setTimeout(() => reject(new Error(`wrangler dev did not start:\n${output}`)), 60_000);
       const watch = (chunk: Buffer) => {
         output += chunk.toString();
-        if (options.logFile !== undefined) writeFileSync(options.logFile, output);
+        if (options.logFile !== undefined && !stopped) writeFileSync(options.logFile, output);
         if (output.includes('Ready on')) {
           clearTimeout(timer);
           resolve();
