@@ -67,6 +67,12 @@ export interface NftEvent {
   app_id: string;
   /** e.g. NEW_NFT, MOD_NFT, MEMBER_NFT_ADD. */
   type: string;
+  /**
+   * What the webhooks receive as `data`, written again as JSON by the service: keys, their order
+   * and strings' characters are kept, and every number's digits as this client sends them. It
+   * sends with JSON.stringify, so a number a double cannot hold (above 2^53) is rounded before it
+   * leaves: send such values as strings, or as raw JSON text with your own serialiser.
+   */
   data: Record<string, unknown>;
   /** Makes publishing idempotent: the same id for the same application is one event. */
   id?: string;

@@ -5,14 +5,21 @@ BASE_URL=${BASE_URL:-http://localhost:8787}
 TOKEN=${TOKEN:-$(npm run -s token -- demo-app-1)}
 URL="$BASE_URL/v1.0/app/nft/webhook"
 
-echo '# Register a webhook (retry with the same Idempotency-Key and body: the same reply, nothing new)'
-KEY="curl-$(date +%s)"
-created=$(curl -sS -i -X POST "$URL" \
-  -H "Authorization: Bearer $TOKEN" -H 'Content-Type: application/json' -H "Idempotency-Key: $KEY" \
-  -d "{\"url\": \"https://hooks.example.com/$KEY\"}")
+echo '# Register a webhook with an Idempotency-Key'
+KEY="curl-$(date +%s)-$RANDOM"
+register() {
+  curl -sS -i -X POST "$URL" \
+    -H "Authorization: Bearer $TOKEN" -H 'Content-Type: application/json' -H "Idempotency-Key: $KEY" \
+    -d "{\"url\": \"https://hooks.example.com/$KEY\"}"
+}
+created=$(register)
 echo "$created"
 ID=$(printf '%s' "$created" | sed -n 's/.*"webhook_id":\([0-9]*\).*/\1/p')
 BOOKMARK=$(printf '%s' "$created" | tr -d '\r' | sed -n 's/^x-d1-bookmark: //Ip')
+echo
+
+echo '# Retry it with the same Idempotency-Key and body: the same reply (Idempotent-Replayed: true), nothing new'
+register
 echo
 
 echo "# Read it back, at least as new as the write (X-D1-Bookmark)"
@@ -44,7 +51,7 @@ echo "# Its delivery log, newest first, and failed deliveries of the last hour a
 curl -sS -i "$URL/delivery?webhook_id=$ID&limit=5" -H "Authorization: Bearer $TOKEN"
 echo
 curl -sS -i -X POST "$URL/recover" -H "Authorization: Bearer $TOKEN" -H 'Content-Type: application/json' \
-  -d "{\"webhook_id\": $ID, \"since\": \"$(date -u -d '1 hour ago' +%Y-%m-%dT%H:%M:%SZ)\"}"
+  -d "{\"webhook_id\": $ID, \"since\": \"$(node -p 'new Date(Date.now() - 3600e3).toISOString()')\"}"
 echo
 
 echo "# Disable it (the id may also be a decimal string: exact for any int64)"
@@ -52,6 +59,8 @@ curl -sS -i -X PUT "$URL" -H "Authorization: Bearer $TOKEN" -H 'Content-Type: ap
   -d "{\"webhook_id\": \"$ID\", \"is_enabled\": false}"
 echo
 
-echo "# Delete it (repeat it: still success)"
+echo "# Delete it, then repeat the delete: still success"
+curl -sS -i -X DELETE "$URL?webhook_id=$ID" -H "Authorization: Bearer $TOKEN"
+echo
 curl -sS -i -X DELETE "$URL?webhook_id=$ID" -H "Authorization: Bearer $TOKEN"
 echo

@@ -1,20 +1,59 @@
-// npm run deploy [-- staging|production]: applies the pending migrations to that environment's
-// remote D1, then deploys the Worker to it. Default: production. Migrations go first and only
-// expand the schema, so the release still live keeps working while they apply.
+// npm run deploy -- --env <staging|production>  (also `npm run deploy -- staging`; default: production)
+//
+// From an empty Cloudflare account to a deployed Worker, and safe to run again on every deploy:
+//   1. refuses an environment that sets WEBHOOK_URL_ALLOWED_ORIGINS (local receivers only);
+//   2. the environment's D1 database: found by name, or created; its id written into wrangler.toml
+//      when the file still has the placeholder;
+//   3. its queues (producers and consumers): each found, or created;
+//   4. checks that the required secrets are set (WEBHOOK_SECRET_KEY, and JWT_SECRET unless a
+//      public key or a JWK Set URL is configured), and stops naming the one missing;
+//   5. applies the pending migrations to the remote database;
+//   6. deploys the Worker.
+// Migrations go before the code and only expand the schema, so the release still live keeps
+// working while they apply. Every step says what it found and what it created.
+//
+// DEPLOY_CONFIG names another configuration file, DEPLOY_WRANGLER another wrangler executable
+// (the tests use both: a copy of wrangler.toml and a stand-in that records its calls).
 import { spawnSync } from 'node:child_process';
+import { readFileSync, writeFileSync } from 'node:fs';
 
 const ENVIRONMENTS = ['staging', 'production'];
-const environment = process.argv[2] ?? 'production';
-if (!ENVIRONMENTS.includes(environment)) {
-  console.error(`Usage: npm run deploy -- [${ENVIRONMENTS.join('|')}]`);
-  process.exit(2);
+const USAGE = `Usage: npm run deploy -- [--env] <${ENVIRONMENTS.join('|')}>   (default: production)`;
+/** The database_id wrangler.toml ships with: "create the database and put its id here". */
+const PLACEHOLDER_ID = '00000000-0000-0000-0000-000000000000';
+
+function environmentArgument(args) {
+  if (args.includes('--help') || args.includes('-h')) {
+    console.log(USAGE);
+    process.exit(0);
+  }
+  let environment;
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i];
+    const value = arg === '--env' || arg === '-e' ? args[++i] : arg.startsWith('--env=') ? arg.slice(6) : arg;
+    if (environment !== undefined || value === undefined || !ENVIRONMENTS.includes(value)) {
+      console.error(USAGE);
+      process.exit(2);
+    }
+    environment = value;
+  }
+  return environment ?? 'production';
 }
 
-// Local receivers only: a deployed Worker must never deliver into a private network.
-// (DEPLOY_CONFIG names another configuration file: the tests use it.)
-const { unstable_readConfig } = await import('wrangler');
+const environment = environmentArgument(process.argv.slice(2));
+const root = new URL('..', import.meta.url);
 const config = process.env.DEPLOY_CONFIG ?? new URL('../wrangler.toml', import.meta.url).pathname;
-const allowed = unstable_readConfig({ config, env: environment }).vars?.WEBHOOK_URL_ALLOWED_ORIGINS;
+const stop = (message) => {
+  console.error(`\nStopped: ${message}`);
+  process.exit(1);
+};
+
+const { unstable_readConfig } = await import('wrangler');
+const read = () => unstable_readConfig({ config, env: environment }, { hideWarnings: true });
+const settings = read();
+
+// 1. Local receivers only: a deployed Worker must never deliver into a private network.
+const allowed = settings.vars?.WEBHOOK_URL_ALLOWED_ORIGINS;
 if (typeof allowed === 'string' && allowed.trim() !== '') {
   console.error(
     `Refusing to deploy ${environment}: WEBHOOK_URL_ALLOWED_ORIGINS is set ("${allowed}"). It is for local receivers and test rigs only.`,
@@ -22,14 +61,142 @@ if (typeof allowed === 'string' && allowed.trim() !== '') {
   process.exit(1);
 }
 
-const wrangler = (...args) => {
-  console.log(`> wrangler ${args.join(' ')}`);
-  const run = spawnSync('npx', ['--no-install', 'wrangler', ...args, '--config', config, '--env', environment], {
-    cwd: new URL('..', import.meta.url),
-    stdio: 'inherit',
+/**
+ * Runs wrangler with `args` for this environment. `capture`: its output is returned, not shown
+ * (and a failure is returned too, for the caller to read). Otherwise a failure stops the deploy.
+ */
+function wrangler(args, { capture = false } = {}) {
+  const [command, ...prefix] = process.env.DEPLOY_WRANGLER
+    ? [process.env.DEPLOY_WRANGLER]
+    : ['npx', '--no-install', 'wrangler'];
+  const all = [...args, '--config', config, '--env', environment];
+  if (!capture) console.log(`> wrangler ${args.join(' ')}`);
+  const run = spawnSync(command, [...prefix, ...all], {
+    cwd: root,
+    encoding: 'utf8',
+    stdio: capture ? ['ignore', 'pipe', 'pipe'] : 'inherit',
+    env: { ...process.env, WRANGLER_SEND_METRICS: 'false' },
   });
-  if (run.status !== 0) process.exit(run.status ?? 1);
-};
+  if (run.error) stop(`could not run wrangler: ${run.error.message}`);
+  if (!capture && run.status !== 0) stop(`wrangler ${args.join(' ')} failed (exit ${run.status}).`);
+  return { ok: run.status === 0, stdout: run.stdout ?? '', output: `${run.stdout ?? ''}${run.stderr ?? ''}`.trim() };
+}
 
-wrangler('d1', 'migrations', 'apply', 'DB', '--remote');
-wrangler('deploy');
+/** The JSON that a `--json` / `--format json` wrangler command printed (after any other lines). */
+function json(result, what) {
+  if (!result.ok) stop(`${what} failed:\n${result.output}`);
+  const start = result.stdout.search(/^[[{]/m);
+  try {
+    return JSON.parse(result.stdout.slice(start));
+  } catch {
+    return stop(`${what} did not print JSON:\n${result.output}`);
+  }
+}
+
+console.log(`Deploying ${settings.name} (environment ${environment}, ${config}).`);
+
+// 2. The D1 database.
+const database = settings.d1_databases?.find((d) => d.binding === 'DB');
+if (!database?.database_name) stop(`[[env.${environment}.d1_databases]] has no DB binding with a database_name.`);
+const name = database.database_name;
+const configured = database.database_id ?? PLACEHOLDER_ID;
+const listDatabases = () => json(wrangler(['d1', 'list', '--json'], { capture: true }), 'wrangler d1 list');
+let found = listDatabases().find((d) => d.name === name);
+if (found === undefined) {
+  if (configured !== PLACEHOLDER_ID) {
+    stop(
+      `wrangler.toml names D1 database ${name} (database_id ${configured}), which this account does not have. ` +
+        `Check the account (npx wrangler whoami, CLOUDFLARE_ACCOUNT_ID); to create a new one instead, set its database_id back to ${PLACEHOLDER_ID}.`,
+    );
+  }
+  wrangler(['d1', 'create', name]);
+  found = listDatabases().find((d) => d.name === name);
+  if (found === undefined) stop(`wrangler d1 create ${name} succeeded, but wrangler d1 list does not show it.`);
+  console.log(`Created D1 database ${name} (id ${found.uuid}).`);
+} else {
+  console.log(`Found D1 database ${name} (id ${found.uuid}).`);
+}
+if (configured === PLACEHOLDER_ID) {
+  writeDatabaseId(found.uuid);
+  console.log(
+    `Wrote database_id = "${found.uuid}" into ${config}, under [[env.${environment}.d1_databases]]: commit that change.`,
+  );
+} else if (configured !== found.uuid) {
+  stop(
+    `wrangler.toml's [[env.${environment}.d1_databases]] has database_id ${configured}, but this account's database ${name} is ${found.uuid}. ` +
+      `Put "${found.uuid}" there if that is the database to use.`,
+  );
+}
+
+/** Replaces the placeholder database_id of this environment's DB in the configuration file. */
+function writeDatabaseId(id) {
+  const text = readFileSync(config, 'utf8');
+  const header = `[[env.${environment}.d1_databases]]`;
+  const start = text.indexOf(header);
+  const next = start === -1 ? -1 : text.slice(start + header.length).search(/^\[/m);
+  const end = next === -1 ? text.length : start + header.length + next;
+  const block = start === -1 ? '' : text.slice(start, end);
+  const line = /^database_id\s*=\s*"0{8}-0{4}-0{4}-0{4}-0{12}"\s*$/m;
+  if (!line.test(block)) {
+    stop(`could not find database_id = "${PLACEHOLDER_ID}" under ${header} in ${config}: put "${id}" there yourself.`);
+  }
+  writeFileSync(config, text.slice(0, start) + block.replace(line, `database_id = "${id}"`) + text.slice(end));
+  if (read().d1_databases?.find((d) => d.binding === 'DB')?.database_id !== id) {
+    stop(
+      `wrote the database_id into ${config}, but wrangler does not read it back: put "${id}" under ${header} yourself.`,
+    );
+  }
+}
+
+// 3. The queues: every queue this environment produces to or consumes.
+const queues = [
+  ...new Set([
+    ...(settings.queues?.producers ?? []).map((q) => q.queue),
+    ...(settings.queues?.consumers ?? []).map((q) => q.queue),
+  ]),
+];
+for (const queue of queues) {
+  const info = wrangler(['queues', 'info', queue], { capture: true });
+  if (info.ok && info.output.includes(`Queue Name: ${queue}`)) {
+    console.log(`Found queue ${queue}.`);
+  } else if (/does not exist/i.test(info.output)) {
+    wrangler(['queues', 'create', queue]);
+    console.log(`Created queue ${queue}.`);
+  } else {
+    stop(`wrangler queues info ${queue} failed:\n${info.output}`);
+  }
+}
+
+// 4. The secrets. A key source: JWT_SECRET, or JWT_PUBLIC_KEY (secret or var), or JWT_JWKS_URL (var).
+const put = (secret) => `npx wrangler secret put ${secret} --env ${environment}`;
+const setVar = (key) => typeof settings.vars?.[key] === 'string' && settings.vars[key].trim() !== '';
+const listed = wrangler(['secret', 'list', '--format', 'json'], { capture: true });
+if (!listed.ok && /not found/i.test(listed.output)) {
+  stop(
+    `the Worker ${settings.name} does not exist yet, so it has no secrets. Set WEBHOOK_SECRET_KEY and the verification key (this creates the Worker):\n` +
+      `  openssl rand -base64 32 | ${put('WEBHOOK_SECRET_KEY')}\n` +
+      `  ${put('JWT_SECRET')}    # or JWT_PUBLIC_KEY, or JWT_JWKS_URL in [env.${environment}.vars]\n` +
+      'then run this again.',
+  );
+}
+const secrets = new Set(json(listed, 'wrangler secret list').map((s) => s.name));
+const missing = [];
+if (!secrets.has('WEBHOOK_SECRET_KEY'))
+  missing.push(`WEBHOOK_SECRET_KEY: openssl rand -base64 32 | ${put('WEBHOOK_SECRET_KEY')}`);
+if (
+  !secrets.has('JWT_SECRET') &&
+  !secrets.has('JWT_PUBLIC_KEY') &&
+  !setVar('JWT_PUBLIC_KEY') &&
+  !setVar('JWT_JWKS_URL')
+) {
+  missing.push(
+    `JWT_SECRET: ${put('JWT_SECRET')} (or put JWT_PUBLIC_KEY the same way, or set JWT_JWKS_URL in [env.${environment}.vars])`,
+  );
+}
+if (missing.length > 0) stop(`required secrets of ${settings.name} are not set:\n  ${missing.join('\n  ')}`);
+console.log(`Secrets set: ${[...secrets].sort().join(', ')}.`);
+
+// 5 and 6. The schema, then the code.
+wrangler(['d1', 'migrations', 'apply', 'DB', '--remote']);
+wrangler(['deploy']);
+console.log(`Deployed ${settings.name}.`);

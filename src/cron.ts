@@ -1,8 +1,9 @@
 // The Cron Trigger (every minute, wrangler.toml [triggers]): overdue deliveries queued again, then
 // the retention purges. Each job runs even when another fails.
+
+import { deliveryConfig } from './core/delivery-settings';
 import { ConfigError, describeFailure } from './core/errors';
 import { log } from './core/log';
-import { deliveryConfig } from './deliveries/config';
 import { purgeExpiredDeliveries, requeueOverdue } from './deliveries/maintenance';
 import { purgeExpiredKeys } from './webhooks/store/keys';
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
+import { parseSchedule } from '../src/core/delivery-settings';
 import { KEPT_BODY_BYTES, keptText, retryAfterSeconds } from '../src/deliveries/attempt';
-import { parseSchedule } from '../src/deliveries/config';
 import { parseInstant } from '../src/deliveries/recover';
 
 const bytesOf = (text: string) => new TextEncoder().encode(text).byteLength;
@@ -34,6 +34,11 @@ describe('retryAfterSeconds', () => {
     expect(retryAfterSeconds('-5', now)).toBeNull();
     expect(retryAfterSeconds('soon', now)).toBeNull();
     expect(retryAfterSeconds(null, now)).toBeNull();
+  });
+
+  it('reads seconds of any length (11 digits and more), for the caller to cap', () => {
+    expect(retryAfterSeconds('10000000000')).toBe(10_000_000_000);
+    expect(retryAfterSeconds('99999999999999999999')).toBeGreaterThan(43_200);
   });
 });
 

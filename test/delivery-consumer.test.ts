@@ -203,6 +203,8 @@ describe('the deliveries consumer: failures and retries', () => {
     [503, '60', 60],
     [502, '2', 5],
     [504, '999999', 43200],
+    [503, '10000000000', 43200],
+    [429, '99999999999999999999', 43200],
     [429, 'soon', 5],
     [500, '3600', 5],
   ])('after a %i with Retry-After: %s, waits %i s', async (status, header, wait) => {

@@ -70,6 +70,26 @@ describe('POST /v1.0/platform/nft/event', () => {
     expect(sent).toEqual(deliveries.map((d) => ({ delivery_id: d.delivery_id })));
   });
 
+  it.each([
+    ['DELIVERY_RETRY_SCHEDULE', '2s 13h'],
+    ['DELIVERY_TIMEOUT_SECONDS', '31'],
+    ['AUTO_DISABLE_AFTER_HOURS', '0'],
+    ['DELIVERY_RETENTION_DAYS', 'x'],
+    ['DELIVERY_REQUEUE_AFTER_SECONDS', '1'],
+  ])(
+    'fails closed on an invalid %s (%s): 500 and a log line naming it, nothing stored or queued',
+    async (name, bad) => {
+      const error = vi.spyOn(console, 'error').mockImplementation(() => {});
+      const app = freshApp();
+      await insertWebhook(app);
+      const { res, sent } = await publish({ app_id: app, type: 'NEW_NFT', data: {} }, undefined, { [name]: bad });
+      await expectEventFail(res, 500);
+      expect(sent).toEqual([]);
+      expect(await stored(app)).toEqual({ events: [], deliveries: [] });
+      expect(error.mock.calls.map((c) => String(c[0])).join('\n')).toContain(`configuration error: ${name}: `);
+    },
+  );
+
   it('writes the body every attempt sends: type, the time it was stored, data with its exact digits', async () => {
     const app = freshApp();
     await insertWebhook(app);

@@ -68,3 +68,28 @@ describe('POST /v1.0/app/nft/webhook/test', () => {
     expect(await count()).toBe(before);
   });
 });
+
+describe('an invalid delivery setting', () => {
+  it.each([
+    ['DELIVERY_RETRY_SCHEDULE', '2s 13h'],
+    ['DELIVERY_RETENTION_DAYS', '0'],
+  ])('%s=%s: test events and recover both answer 500 naming it, storing and queueing nothing', async (name, bad) => {
+    const error = vi.spyOn(console, 'error').mockImplementation(() => {});
+    const app = freshApp();
+    const hook = await registerWebhook(app);
+    const headers = bearer(await tokenFor(app));
+    const events = () => env.DB.prepare('SELECT COUNT(*) AS n FROM events WHERE app_id = ?1').bind(app).first('n');
+    const since = new Date(Date.now() - 3_600_000).toISOString();
+    for (const [path, body] of [
+      ['test', { webhook_id: hook.id }],
+      ['recover', { webhook_id: hook.id, since }],
+    ] as const) {
+      error.mockClear();
+      const { res, sent } = await postJson(path, body, headers, { [name]: bad });
+      await expectEventFail(res, 500);
+      expect(sent, path).toEqual([]);
+      expect(error.mock.calls.map((c) => String(c[0])).join('\n'), path).toContain(`configuration error: ${name}: `);
+    }
+    expect(await events()).toBe(0);
+  });
+});

@@ -162,6 +162,35 @@ describe('POST /v1.0/app/nft/webhook', () => {
     expect(await snapshot()).toEqual(before);
   });
 
+  it.each([
+    [
+      'http://127.0.0.1:9999/hook',
+      'url origin http://127.0.0.1:9999 is not in WEBHOOK_URL_ALLOWED_ORIGINS, and without it the url must use https',
+    ],
+    [
+      'http://localhost:8791/hook',
+      'url origin http://localhost:8791 is not in WEBHOOK_URL_ALLOWED_ORIGINS, and without it the url must use https',
+    ],
+    [
+      'https://127.0.0.1:8790/hook',
+      'url origin https://127.0.0.1:8790 is not in WEBHOOK_URL_ALLOWED_ORIGINS, and without it the url host is not a public address',
+    ],
+    [
+      'https://receiver.local:8790/hook',
+      'url origin https://receiver.local:8790 is not in WEBHOOK_URL_ALLOWED_ORIGINS, and without it the url host is not a public DNS name',
+    ],
+  ])('says that %s is not in WEBHOOK_URL_ALLOWED_ORIGINS when that is set: 400', async (url, detail) => {
+    const app = freshApp();
+    const local = { WEBHOOK_URL_ALLOWED_ORIGINS: 'http://127.0.0.1:8790 http://localhost:8790' };
+    const res = await fetchWith(local, postRequest({ url }, await auth(app)));
+    expect(res.headers.get('x-error-detail')).toBe(detail);
+    await expectCreateFail(res, 400);
+    // Without the setting, only the rule is named.
+    const plain = await post({ url }, await auth(app));
+    expect(plain.headers.get('x-error-detail')).toBe(`url ${detail.split(', and without it the url ')[1]}`);
+    await expectCreateFail(plain, 400);
+  });
+
   it('accepts a URL of exactly 2,048 characters', async () => {
     const url = `https://hooks.example.com/${'a'.repeat(2048 - 'https://hooks.example.com/'.length)}`;
     expect(url).toHaveLength(2048);

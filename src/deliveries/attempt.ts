@@ -33,7 +33,8 @@ export interface AttemptRequest {
 export function retryAfterSeconds(value: string | null, now = Date.now()): number | null {
   if (value === null) return null;
   const text = value.trim();
-  if (/^\d{1,10}$/.test(text)) return Number(text);
+  // Any number of digits: a huge value is still a long wait (the caller caps it at 12 hours).
+  if (/^\d+$/.test(text)) return Number(text);
   // An HTTP date (IMF-fixdate, `Sun, 06 Nov 1994 08:49:37 GMT`, or the obsolete forms): in GMT.
   const date = /GMT$/i.test(text) ? Date.parse(text) : Number.NaN;
   return Number.isNaN(date) ? null : Math.max(0, Math.ceil((date - now) / 1000));

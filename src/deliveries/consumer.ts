@@ -2,13 +2,14 @@
 // its deliveries (one statement), plan which are due, hold back what their endpoints' rates do not
 // allow yet, dispatch the rest (concurrently), record what happened (one batch), settle the messages. D1 is the record, the queue only the timer: a lost
 // message is found again by the Cron Trigger.
+
+import { type DeliveryConfig, deliveryConfig } from '../core/delivery-settings';
 import { ConfigError, describeFailure, StorageFailure } from '../core/errors';
 import { parseId } from '../core/int64';
 import { log } from '../core/log';
 import { retryD1 } from '../platform/d1';
 import { type DeliveryMessage, type QueuedDelivery, queueDeliveries } from '../platform/queues';
 import { allowedOrigins } from '../webhooks/url';
-import { type DeliveryConfig, deliveryConfig } from './config';
 import { dispatchAll, prepareSigning } from './dispatch';
 import { planBatch } from './plan';
 import { recordOf } from './record';

@@ -1,5 +1,7 @@
 // The second step of a consumer batch: each due delivery's request, signed and sent, as a value.
 // Nothing here writes to storage or touches a queue message.
+
+import type { DeliveryConfig } from '../core/delivery-settings';
 import { ConfigError, describeFailure } from '../core/errors';
 import { log } from '../core/log';
 import { ApiFailure } from '../http/envelope';
@@ -8,7 +10,6 @@ import { decryptSecret, sealedNewSecret, secretKey } from '../webhooks/secrets';
 import { provideSecrets } from '../webhooks/store/secrets';
 import { webhookUrl } from '../webhooks/url';
 import { type AttemptResult, attempt } from './attempt';
-import type { DeliveryConfig } from './config';
 import { afterAttempt } from './schedule';
 import { signature, signingKey } from './signing';
 import type { DeliveryToAttempt } from './store/dispatch';

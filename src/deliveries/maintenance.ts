@@ -1,8 +1,8 @@
 // What the Cron Trigger does for deliveries: nothing lost (overdue deliveries queued again), and
 // nothing kept past the retention.
 import { inBatches } from '../core/batches';
+import type { DeliveryConfig } from '../core/delivery-settings';
 import { queueDeliveries } from '../platform/queues';
-import type { DeliveryConfig } from './config';
 import { purgeOldDeliveries, takeOverdue } from './store/maintenance';
 
 /** Deliveries queued again per statement (one sendBatch of 100 messages). */

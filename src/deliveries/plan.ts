@@ -1,5 +1,5 @@
 // The first step of a consumer batch: which of its deliveries are attempted now. Pure.
-import { MAX_DELAY_SECONDS } from './config';
+import { MAX_DELAY_SECONDS } from '../core/delivery-settings';
 import { cancelled, type Verdict } from './schedule';
 import type { DeliveryChange, DeliveryToAttempt } from './store/dispatch';
 

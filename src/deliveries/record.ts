@@ -1,7 +1,8 @@
 // The third step of a consumer batch: what its dispatches mean, as the rows to record and each
 // message's verdict. Pure; the orchestrator writes the record and settles the messages.
+
+import type { DeliveryConfig } from '../core/delivery-settings';
 import type { DisableCandidate, HealthChange } from '../webhooks/store/health';
-import type { DeliveryConfig } from './config';
 import type { Dispatched } from './dispatch';
 import type { Plan } from './plan';
 import { afterAttempt, succeeded, type Verdict, waiting } from './schedule';

@@ -1,11 +1,11 @@
 import type { Context } from 'hono';
+import { deliveryConfig } from '../core/delivery-settings';
 import type { AppEnv } from '../http/app-env';
 import { jsonObject, readJsonBody } from '../http/body';
 import { badInput, conflict, notFound, success } from '../http/envelope';
 import { idField } from '../http/params';
 import { withD1 } from '../http/storage';
 import { queueDeliveries } from '../platform/queues';
-import { deliveryConfig } from './config';
 import { recoverDeliveries } from './store/recovery';
 
 // ISO 8601 date and time with a time zone: 2026-11-23T14:05:35Z, 2026-11-23T14:05:35.951+01:00.

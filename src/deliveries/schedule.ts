@@ -1,7 +1,8 @@
 // What an attempt means for its delivery: the retry schedule (DELIVERY_RETRY_SCHEDULE), the
 // receiver's Retry-After, and when a delivery ends. Pure functions.
+
+import { type DeliveryConfig, MAX_DELAY_SECONDS } from '../core/delivery-settings';
 import type { AttemptResult } from './attempt';
-import { type DeliveryConfig, MAX_DELAY_SECONDS } from './config';
 import type { DeliveryChange, DeliveryToAttempt } from './store/dispatch';
 
 /**

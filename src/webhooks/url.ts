@@ -51,7 +51,13 @@ export function webhookUrl(text: string, allowed?: ReadonlySet<string>): string 
     throw refused('is not an absolute URL');
   }
   const waived = allowed !== undefined && allowed.size > 0 && allowed.has(url.origin);
-  if (url.protocol !== 'https:' && !waived) throw refused('must use https');
+  // With origins allowed (a local run), a URL the scheme or host rules refuse is refused first
+  // for not being one of them: say so, then the rule.
+  const rule = (why: string) =>
+    allowed !== undefined && allowed.size > 0 && /^https?:$/.test(url.protocol)
+      ? refused(`origin ${url.origin} is not in WEBHOOK_URL_ALLOWED_ORIGINS, and without it the url ${why}`)
+      : refused(why);
+  if (url.protocol !== 'https:' && !waived) throw rule('must use https');
   if (url.username !== '' || url.password !== '') throw refused('must not contain credentials');
   // Port 0 is reserved: nothing can listen on it.
   if (url.port === '0') throw refused('must not use port 0');
@@ -63,9 +69,9 @@ export function webhookUrl(text: string, allowed?: ReadonlySet<string>): string 
   const host = url.hostname;
   const literal = host.startsWith('[') ? host.slice(1, -1) : host;
   if (ipaddr.isValid(literal) && (host.startsWith('[') || ipaddr.IPv4.isValidFourPartDecimal(literal))) {
-    if (!isPublicAddress(literal)) throw refused('host is not a public address');
+    if (!isPublicAddress(literal)) throw rule('host is not a public address');
   } else if (!isPublicName(host)) {
-    throw refused('host is not a public DNS name');
+    throw rule('host is not a public DNS name');
   }
   return href;
 }

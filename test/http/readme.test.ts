@@ -166,7 +166,7 @@ describe('the README walkthrough', () => {
     const { lines, shown } = deliveriesSection();
     const base = inject('baseUrl');
     const local = (command: string) => command.replaceAll('http://localhost:8787', base);
-    const at = lines.findIndex((l) => l.startsWith('npm run receiver'));
+    const at = lines.findIndex((l) => /^(WEBHOOK_SECRET="\$SECRET" )?npm run receiver/.test(l));
     expect(at, 'the `npm run receiver` line').toBeGreaterThan(0);
     const before = lines.slice(0, at);
     const receiverLine = lines[at] as string;
@@ -185,7 +185,9 @@ describe('the README walkthrough', () => {
     expect(publishStep, 'a publish step').toBeDefined();
     expect(steps.every((s) => s.shown.length === 2)).toBe(true);
     expect(before.some((l) => l.startsWith('SECRET=$('))).toBe(true);
-    expect(receiverLine).toContain(`--secret "$SECRET"`);
+    // The secret from the environment (npm prints a command line, secret included).
+    expect(receiverLine).toMatch(/^WEBHOOK_SECRET="\$SECRET" npm run receiver/);
+    expect(receiverLine).not.toContain('--secret');
     const receiverPort = Number(/--port (\d+)/.exec(receiverLine)?.[1] ?? README_RECEIVER_PORT);
     expect(before.join('\n')).toContain(`http://127.0.0.1:${receiverPort}/`);
 
@@ -196,6 +198,20 @@ describe('the README walkthrough', () => {
     expect(secret, 'SECRET: value.secret of the registration reply').toMatch(/^whsec_[A-Za-z0-9+/]+=*$/);
     expect(webhook, 'WEBHOOK: value.webhook_id of the registration reply').toMatch(/^\d+$/);
     const vars = { TOKEN: token, WEBHOOK: webhook, SECRET: secret };
+    // Run again, the block registers another webhook (a new URL) and gets its secret.
+    const [, again = '', againSecret = ''] = bash(
+      `${local(before.join('\n'))}\nprintf '%s\\n%s\\n%s' "$TOKEN" "$WEBHOOK" "$SECRET"`,
+    ).split('\n');
+    expect(again).toMatch(/^\d+$/);
+    expect(again).not.toBe(webhook);
+    expect(againSecret).toMatch(/^whsec_[A-Za-z0-9+/]+=*$/);
+    // (Deleted, so that the receiver, holding the first secret, is sent nothing signed with another.)
+    expect(
+      bash(
+        `curl -s -X DELETE "${base}/v1.0/app/nft/webhook?webhook_id=${again}" -H "Authorization: Bearer $TOKEN"`,
+        vars,
+      ),
+    ).toBe('{"return":0,"message":"success"}');
 
     // The receiver, in its own process group (a third terminal).
     if (await portBusy(receiverPort)) {
@@ -248,7 +264,11 @@ describe('the README walkthrough', () => {
       if (step === publishStep) eventId = value.event_id;
     }
     expect(eventId).toMatch(/^evt_[0-9a-f]{32}$/);
-    expect(output).toContain(`VERIFIED POST /nft-events webhook-id=${eventId} `);
+    expect(output).toMatch(new RegExp(`^VERIFIED POST /nft-events/[0-9a-f]{8} webhook-id=${eventId} `, 'm'));
+    // The receiver's first line (after npm's own) says where its secret came from.
+    expect(output.split('\n').find((l) => l.trim() !== '' && !/^(> |npm )/.test(l))).toBe(
+      'Secrets from WEBHOOK_SECRET: secret#1.',
+    );
     expect(output).not.toContain('REFUSED');
 
     // "Publishing `mint-1` again answers the same `event_id` and delivers nothing twice."

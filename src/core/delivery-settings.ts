@@ -1,3 +1,6 @@
+// The delivery settings (DELIVERY_*, AUTO_DISABLE_AFTER_HOURS, ENDPOINT_RATE_LIMIT): read and checked
+// once per isolate. Publishing, test events and recovery check them too, so an invalid one fails
+// closed everywhere, not only where deliveries are made.
 import { ConfigError } from '../core/errors';
 import { perIsolate, setting, wholeNumber } from '../core/settings';
 
@@ -54,7 +57,7 @@ export function parseSchedule(text: string): number[] {
  * The delivery settings of `env`, checked once per isolate. Invalid settings throw a
  * ConfigError naming the setting: deliveries then wait (fail closed) until it is fixed.
  */
-export function deliveryConfig(env: CloudflareBindings): DeliveryConfig {
+export function deliveryConfig(env: object): DeliveryConfig {
   return perIsolate(env, 'delivery', () => ({
     timeoutSeconds: wholeNumber(env, 'DELIVERY_TIMEOUT_SECONDS', 15, 1, 30),
     schedule: parseSchedule(setting(env, 'DELIVERY_RETRY_SCHEDULE') ?? DEFAULT_SCHEDULE),

@@ -1,0 +1,191 @@
+// The helpers people run by hand: `npm run receiver` (examples/receiver.mjs) and `npm run token`
+// (scripts/token.mjs), run as processes.
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { createServer } from 'node:net';
+import { Webhook } from 'standardwebhooks';
+import { afterEach, describe, expect, inject, it } from 'vitest';
+import { until } from './receiver';
+
+const root = new URL('../..', import.meta.url).pathname;
+const newSecret = () => `whsec_${randomBytes(24).toString('base64')}`;
+const freePort = () =>
+  new Promise<number>((resolve) => {
+    const probe = createServer();
+    probe.listen(0, '127.0.0.1', () => {
+      const { port } = probe.address() as { port: number };
+      probe.close(() => resolve(port));
+    });
+  });
+
+let receiver: ChildProcess | undefined;
+afterEach(() => {
+  if (receiver?.exitCode === null) receiver.kill('SIGKILL');
+});
+
+/** Starts the receiver with `args` and `env`; its output so far, as a getter. */
+async function startReceiver(args: string[], env: Record<string, string>) {
+  const port = await freePort();
+  let output = '';
+  const { WEBHOOK_SECRET: _, ...inherited } = process.env;
+  receiver = spawn('node', ['examples/receiver.mjs', '--port', String(port), ...args], {
+    cwd: root,
+    env: { ...inherited, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  receiver.stdout?.on('data', (c: Buffer) => {
+    output += c.toString();
+  });
+  receiver.stderr?.on('data', (c: Buffer) => {
+    output += c.toString();
+  });
+  await until(
+    () => `the receiver to listen:\n${output}`,
+    () => output.includes(`Receiver listening on http://127.0.0.1:${port}`),
+  );
+  return { port, output: () => output };
+}
+
+/** POSTs `body` with Standard Webhooks headers signed by each of `secrets`, in that order. */
+async function send(port: number, body: string, secrets: string[], id = `evt_${randomBytes(8).toString('hex')}`) {
+  const at = new Date();
+  const signature = secrets.map((s) => new Webhook(s).sign(id, at, body)).join(' ');
+  const res = await fetch(`http://127.0.0.1:${port}/nft-events`, {
+    method: 'POST',
+    headers: {
+      'content-type': 'application/json',
+      'webhook-id': id,
+      'webhook-timestamp': String(Math.floor(at.getTime() / 1000)),
+      'webhook-signature': signature,
+    },
+    body,
+  });
+  return { status: res.status, id };
+}
+
+describe('npm run receiver', () => {
+  it('takes its secrets from WEBHOOK_SECRET, says so first, and shows which secret verified each signature', async () => {
+    const [previous, current] = [newSecret(), newSecret()];
+    const { port, output } = await startReceiver([], { WEBHOOK_SECRET: `${current} ${previous}` });
+    expect(output().split('\n')[0]).toBe('Secrets from WEBHOOK_SECRET: secret#1, secret#2.');
+    expect(output()).not.toContain('command line');
+    expect(output()).not.toContain(current);
+
+    // During a rotation: the new secret's signature first, then the previous one's. Both verify.
+    const both = await send(port, '{"type":"NEW_NFT"}', [current, previous]);
+    expect(both.status).toBe(204);
+    await until(
+      () => `the rotation line:\n${output()}`,
+      () => output().includes(`webhook-id=${both.id} `),
+    );
+    expect(output()).toContain(
+      `VERIFIED POST /nft-events webhook-id=${both.id} signatures: #1 secret#1, #2 secret#2\n  {"type":"NEW_NFT"}`,
+    );
+    // A signature no secret verifies is shown as such beside one that does.
+    const stranger = await send(port, '{}', [newSecret(), previous]);
+    await until(
+      () => `the second line:\n${output()}`,
+      () => output().includes(`webhook-id=${stranger.id} `),
+    );
+    expect(output()).toContain(`webhook-id=${stranger.id} signatures: #1 no secret, #2 secret#2`);
+    // None verifies: refused.
+    const refused = await send(port, '{}', [newSecret()]);
+    expect(refused.status).toBe(401);
+    await until(
+      () => `the refusal:\n${output()}`,
+      () => output().includes(`REFUSED POST /nft-events: signature does not verify (webhook-id ${refused.id})`),
+    );
+  });
+
+  it('takes --secret too, and says first that npm printed it', async () => {
+    const secret = newSecret();
+    const { port, output } = await startReceiver(['--secret', secret], {});
+    expect(output().split('\n')[0]).toBe(
+      'Secrets from the command line: secret#1 (npm printed it above, secret included: prefer WEBHOOK_SECRET=... npm run receiver).',
+    );
+    const { status, id } = await send(port, '{}', [secret]);
+    expect(status).toBe(204);
+    await until(
+      () => `the line:\n${output()}`,
+      () => output().includes(`webhook-id=${id} signatures: #1 secret#1`),
+    );
+  });
+
+  it('prints its usage for --help and without a secret', () => {
+    const { WEBHOOK_SECRET: _, ...env } = process.env;
+    const help = spawnSync('node', ['examples/receiver.mjs', '--help'], { cwd: root, env, encoding: 'utf8' });
+    expect(help.status).toBe(0);
+    expect(help.stdout).toContain('Usage: WEBHOOK_SECRET=whsec_... npm run receiver');
+    const none = spawnSync('node', ['examples/receiver.mjs'], { cwd: root, env, encoding: 'utf8' });
+    expect(none.status).toBe(2);
+    expect(none.stderr).toContain('Usage: WEBHOOK_SECRET=whsec_... npm run receiver');
+  });
+});
+
+describe('npm run token', () => {
+  const token = (...args: string[]) =>
+    spawnSync('node', ['scripts/token.mjs', ...args], {
+      cwd: root,
+      encoding: 'utf8',
+      env: { ...process.env, JWT_SECRET: 'a-secret-for-this-test-only-0123456789' },
+    });
+
+  it.each([['--help'], ['-h'], ['demo-app-1', '--help']])('prints the usage for %s, not a token', (...args) => {
+    const run = token(...args);
+    expect(run.status).toBe(0);
+    expect(run.stdout).toContain('Usage: npm run token -- <app_id> [--ttl <seconds>] [--jti <id>] [--scope <scopes>]');
+    expect(run.stdout).not.toMatch(/^ey/m);
+  });
+
+  it.each([['--nope'], ['demo-app-1', '--scope'], ['demo-app-1', 'extra'], []])(
+    'refuses %j with the usage (exit 2)',
+    (...args) => {
+      const run = token(...args);
+      expect(run.status).toBe(2);
+      expect(run.stderr).toContain('Usage: npm run token');
+      expect(run.stdout).toBe('');
+    },
+  );
+
+  it('prints a token for an application', () => {
+    const run = token('demo-app-1', '--scope', 'events:publish', '--ttl', '60');
+    expect(run.status).toBe(0);
+    const [, payload] = run.stdout.trim().split('.');
+    expect(JSON.parse(Buffer.from(payload as string, 'base64url').toString())).toMatchObject({
+      sub: 'demo-app-1',
+      scope: 'events:publish',
+    });
+  });
+});
+
+describe('examples/curl.sh', () => {
+  it('runs every call against wrangler dev, and makes the retry and the repeat its comments promise', () => {
+    const run = spawnSync('bash', ['examples/curl.sh'], {
+      cwd: root,
+      encoding: 'utf8',
+      timeout: 60_000,
+      env: {
+        ...process.env,
+        BASE_URL: inject('baseUrl'),
+        JWT_SECRET: inject('secret'),
+        JWT_APP_CLAIM: 'sub',
+        JWT_ISSUER: '',
+        JWT_AUDIENCE: '',
+      },
+    });
+    expect(run.status, run.stderr).toBe(0);
+    const replies = run.stdout.split(/^(?=# )/m);
+    const reply = (comment: string) => replies.find((r) => r.startsWith(`# ${comment}`)) ?? '';
+    const first = reply('Register a webhook');
+    const retry = reply('Retry it with the same Idempotency-Key');
+    expect(first).toMatch(/^HTTP\/1\.1 201 Created/m);
+    expect(retry).toMatch(/^HTTP\/1\.1 201 Created/m);
+    expect(retry).toMatch(/^idempotent-replayed: true/im);
+    const id = (text: string) => /"webhook_id":(\d+)/.exec(text)?.[1];
+    expect(id(retry)).toBe(id(first));
+    const deletes = reply('Delete it, then repeat the delete').match(/^HTTP\/1\.1 200 OK/gm);
+    expect(deletes).toHaveLength(2);
+    expect(reply('Its delivery log')).toMatch(/^HTTP\/1\.1 202 Accepted/m);
+    expect(run.stdout).not.toMatch(/^HTTP\/1\.1 [45]\d\d/m);
+  });
+});
