@@ -163,3 +163,27 @@ export const requireScope =
     }
     await next();
   };
+
+/** The scope that lets a token read an application's webhooks; without WRITE_SCOPE, only read. */
+export const READ_SCOPE = 'webhooks:read';
+export const WRITE_SCOPE = 'webhooks:write';
+
+/** Whether a `scope` claim makes a token read-only: it names webhooks:read and not webhooks:write. */
+export function readOnly(scope: string | null): boolean {
+  const scopes = scope?.split(' ') ?? [];
+  return scopes.includes(READ_SCOPE) && !scopes.includes(WRITE_SCOPE);
+}
+
+/**
+ * After `authenticate`, on every operation that changes something: a read-only token (see
+ * readOnly) is refused with 403 and the `insufficient_scope` challenge naming webhooks:write.
+ * Tokens without either scope keep every right (the tokens applications had before scopes).
+ */
+export const requireWrite: MiddlewareHandler<AppEnv> = async (c, next) => {
+  if (readOnly(c.get('scope'))) {
+    throw new ApiFailure(403, `token lacks the ${WRITE_SCOPE} scope`, {
+      headers: { 'www-authenticate': `${REALM}, error="insufficient_scope", scope="${WRITE_SCOPE}"` },
+    });
+  }
+  await next();
+};

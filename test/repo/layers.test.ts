@@ -23,7 +23,7 @@ function read(dir: string, tree: Tree = new Map()): Tree {
   for (const name of readdirSync(dir)) {
     const path = join(dir, name);
     if (statSync(path).isDirectory()) read(path, tree);
-    else if (path.endsWith('.ts')) tree.set(relative(SRC, path), readFileSync(path, 'utf8'));
+    else if (path.endsWith('.ts') || path.endsWith('.json')) tree.set(relative(SRC, path), readFileSync(path, 'utf8'));
   }
   return tree;
 }
@@ -36,7 +36,7 @@ function importsOf(file: string, text: string): { module: string; target: string
   return [...text.matchAll(/^\s*(?:import|export)\s[^;]*?from\s+'([^']+)'/gm)].map(([, module]) => ({
     module: module as string,
     target: (module as string).startsWith('.')
-      ? `${relative(SRC, resolve(SRC, dirname(file), module as string))}.ts`
+      ? `${relative(SRC, resolve(SRC, dirname(file), module as string))}${(module as string).endsWith('.json') ? '' : '.ts'}`
       : null,
   }));
 }
