@@ -34,7 +34,12 @@ const TAKEN = `(?3 = 1 AND url IS NOT ?4 AND EXISTS (
  * two webhooks one URL. A field set to what it is changes nothing; when nothing changes, nothing
  * is recorded and `updated_at` stays. Safe to retry: a retry after a commit finds nothing to change.
  */
-export async function patchWebhook(db: Db, webhookId: string, patch: WebhookPatch, actor: Actor): Promise<PatchOutcome> {
+export async function patchWebhook(
+  db: Db,
+  webhookId: string,
+  patch: WebhookPatch,
+  actor: Actor,
+): Promise<PatchOutcome> {
   const given = (field: keyof WebhookPatch) => (field in patch ? 1 : 0);
   const values = [
     webhookId,
