@@ -4,8 +4,8 @@ import { Webhook as StandardWebhook } from 'standardwebhooks';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import doc from '../docs/openapi.json';
 import { consumeDeliveries } from '../src/deliveries/consumer';
-import { DELIVERY_PATH, RECOVER_PATH, TEST_EVENT_PATH } from '../src/deliveries/routes';
-import { EVENT_PATH } from '../src/events/routes';
+import { DELIVERY_PATH, RECOVER_PATH, RESEND_PATH, STATS_PATH, TEST_EVENT_PATH } from '../src/deliveries/routes';
+import { EVENT_PATH, EVENT_TYPES_PATH } from '../src/events/routes';
 import { Code, envelope } from '../src/http/envelope';
 import { allowedMethods, operationCode } from '../src/http/operations';
 import { SECRET_PATH } from '../src/webhooks/routes';
@@ -312,7 +312,7 @@ describe('docs/openapi.json', () => {
       await expectDocumented(res, 'delete');
     }
     await expectDocumented(await SELF.fetch(`${ORIGIN}/openapi.json`), 'unknown-path');
-    await expectDocumented(await SELF.fetch(URL_, { method: 'PATCH' }), 'other-method');
+    await expectDocumented(await SELF.fetch(URL_, { method: 'TRACE' }), 'other-method');
   });
 
   it('documents every reply of reading a secret and publishing an event: status, body schema and headers', async () => {
@@ -1122,7 +1122,17 @@ describe('docs/openapi.json', () => {
   });
 
   it("documents every method of each path, and gives each operation's failures its code", () => {
-    expect(Object.keys(paths)).toEqual([PATH, SECRET_PATH, DELIVERY_PATH, TEST_EVENT_PATH, RECOVER_PATH, EVENT_PATH]);
+    expect(Object.keys(paths)).toEqual([
+      PATH,
+      SECRET_PATH,
+      DELIVERY_PATH,
+      TEST_EVENT_PATH,
+      RECOVER_PATH,
+      EVENT_PATH,
+      STATS_PATH,
+      RESEND_PATH,
+      EVENT_TYPES_PATH,
+    ]);
     for (const [path, methods] of Object.entries(paths)) {
       expect(documentedMethods(path), path).toBe(allowedMethods(path));
       for (const [method, operation] of Object.entries(methods) as [Method, { responses: Node }][]) {
@@ -1156,7 +1166,16 @@ describe('docs/openapi.json', () => {
       );
     const typed = { url: 'https://hooks.example.com/fields-1', event_types: ['nft.minted', 'nft.burned'] };
     const webhookFields = Object.keys(doc.components.schemas.Webhook.properties);
-    expect(webhookFields).toEqual(['webhook_id', 'url', 'is_enabled', 'event_types', 'created_at', 'updated_at']);
+    expect(webhookFields).toEqual([
+      'webhook_id',
+      'url',
+      'is_enabled',
+      'event_types',
+      'description',
+      'rate_limit',
+      'created_at',
+      'updated_at',
+    ]);
 
     const first = await register(typed, 'fields');
     const { value: created } = await expectValue<Webhook & { secret: string }>(first.clone(), 201);

@@ -118,7 +118,7 @@ describe('one keep-alive connection over real HTTP (wrangler dev)', () => {
     const limited = await conn.send('GET', PATH, { authorization: 'Bearer nope' });
     expect(limited.headers['www-authenticate']).toMatch(/^Bearer realm="nft-webhook"/);
     const other = await conn.send('PATCH', PATH);
-    expect(other.headers.allow).toBe('DELETE, GET, POST, PUT');
+    expect(other.headers.allow).toBe('DELETE, GET, PATCH, POST, PUT');
   });
 
   it('answers an envelope for a platform-level path too: no plain text anywhere', async () => {

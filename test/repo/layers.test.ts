@@ -42,7 +42,7 @@ function importsOf(file: string, text: string): { module: string; target: string
 }
 
 /** What breaks the layering, one line per import: upward, unresolved, Hono or bindings below http. */
-export function violations(tree: Tree): string[] {
+function violations(tree: Tree): string[] {
   const found: string[] = [];
   for (const [file, text] of tree) {
     const folder = folderOf(file);
