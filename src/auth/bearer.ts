@@ -156,13 +156,15 @@ export const authenticate: MiddlewareHandler<AppEnv> = async (c, next) => {
 export const requireScope =
   (scope: string): MiddlewareHandler<AppEnv> =>
   async (c, next) => {
-    if (!(c.get('scope')?.split(' ').includes(scope) ?? false)) {
-      throw new ApiFailure(403, `token lacks the ${scope} scope`, {
-        headers: { 'www-authenticate': `${REALM}, error="insufficient_scope", scope="${scope}"` },
-      });
-    }
+    if (!(c.get('scope')?.split(' ').includes(scope) ?? false)) throw insufficientScope(scope);
     await next();
   };
+
+/** 403 with the RFC 6750 `insufficient_scope` challenge naming the scope the operation needs. */
+const insufficientScope = (scope: string) =>
+  new ApiFailure(403, `token lacks the ${scope} scope`, {
+    headers: { 'www-authenticate': `${REALM}, error="insufficient_scope", scope="${scope}"` },
+  });
 
 /** The scope that lets a token read an application's webhooks; without WRITE_SCOPE, only read. */
 export const READ_SCOPE = 'webhooks:read';
@@ -180,10 +182,6 @@ export function readOnly(scope: string | null): boolean {
  * Tokens without either scope keep every right (the tokens applications had before scopes).
  */
 export const requireWrite: MiddlewareHandler<AppEnv> = async (c, next) => {
-  if (readOnly(c.get('scope'))) {
-    throw new ApiFailure(403, `token lacks the ${WRITE_SCOPE} scope`, {
-      headers: { 'www-authenticate': `${REALM}, error="insufficient_scope", scope="${WRITE_SCOPE}"` },
-    });
-  }
+  if (readOnly(c.get('scope'))) throw insufficientScope(WRITE_SCOPE);
   await next();
 };

@@ -10,8 +10,6 @@ let catalogJson: string | undefined;
 
 /** GET /v1.0/app/nft/event-types: the catalog, for any application token. No storage. */
 export async function readEventTypes(c: Context<AppEnv>): Promise<Response> {
-  catalogJson ??= JSON.stringify({
-    event_types: catalog.map(({ type, description, example }) => ({ type, description, example })),
-  });
+  catalogJson ??= JSON.stringify({ event_types: catalog });
   return success(c, { value: catalogJson });
 }
