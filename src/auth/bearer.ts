@@ -166,22 +166,14 @@ const insufficientScope = (scope: string) =>
     headers: { 'www-authenticate': `${REALM}, error="insufficient_scope", scope="${scope}"` },
   });
 
-/** The scope that lets a token read an application's webhooks; without WRITE_SCOPE, only read. */
-export const READ_SCOPE = 'webhooks:read';
-export const WRITE_SCOPE = 'webhooks:write';
-
-/** Whether a `scope` claim makes a token read-only: it names webhooks:read and not webhooks:write. */
-export function readOnly(scope: string | null): boolean {
-  const scopes = scope?.split(' ') ?? [];
-  return scopes.includes(READ_SCOPE) && !scopes.includes(WRITE_SCOPE);
-}
-
 /**
- * After `authenticate`, on every operation that changes something: a read-only token (see
- * readOnly) is refused with 403 and the `insufficient_scope` challenge naming webhooks:write.
- * Tokens without either scope keep every right (the tokens applications had before scopes).
+ * After `authenticate`, on every operation that changes something: a read-only token, whose
+ * `scope` names webhooks:read and not webhooks:write, is refused with 403 and the
+ * `insufficient_scope` challenge naming webhooks:write. Tokens without either scope keep every
+ * right (the tokens applications had before scopes).
  */
 export const requireWrite: MiddlewareHandler<AppEnv> = async (c, next) => {
-  if (readOnly(c.get('scope'))) throw insufficientScope(WRITE_SCOPE);
+  const scopes = c.get('scope')?.split(' ') ?? [];
+  if (scopes.includes('webhooks:read') && !scopes.includes('webhooks:write')) throw insufficientScope('webhooks:write');
   await next();
 };
