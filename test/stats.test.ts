@@ -148,7 +148,7 @@ describe('GET /v1.0/app/nft/webhook/stats', () => {
     // began less than a second ago.
     const inWindow = hourOf(now - 23 * HOUR - 1000) === s.hourly[0]?.hour;
     expect(s.hourly[0]).toMatchObject({ succeeded: 0, failed: inWindow ? 1 : 0 });
-    expect(s.hourly.filter((h, i) => i !== 0 && i !== 20).every((h) => h.succeeded + h.failed === 0)).toBe(true);
+    expect(s.hourly.filter((_h, i) => i !== 0 && i !== 20).every((h) => h.succeeded + h.failed === 0)).toBe(true);
     expect(s.last_24h).toEqual(counts({ succeeded: 1, failed: inWindow ? 2 : 1, attempts: 1 }));
     expect(s.last_7d).toEqual(counts({ succeeded: 2, failed: 2, attempts: 1 }));
   });
