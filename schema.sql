@@ -24,7 +24,11 @@ CREATE TABLE IF NOT EXISTS webhooks (
   failing_since TEXT,
   -- 0: a URL stored before URLs were normalised, not normalised yet (done before the
   -- application's next registration, so duplicates are found against every row).
-  url_checked INTEGER NOT NULL DEFAULT 1 CHECK (url_checked IN (0, 1))
+  url_checked INTEGER NOT NULL DEFAULT 1 CHECK (url_checked IN (0, 1)),
+  -- What the application says it is for; NULL for webhooks from before descriptions.
+  description TEXT CHECK (description IS NULL OR length(description) <= 256),
+  -- The most deliveries per second the application wants (stored and shown; enforced later); NULL: no limit of its own.
+  rate_limit INTEGER CHECK (rate_limit IS NULL OR rate_limit BETWEEN 1 AND 1000)
 );
 
 -- Listing (keyset on the rowid within one application) and ownership checks.
@@ -34,7 +38,7 @@ CREATE INDEX IF NOT EXISTS webhooks_by_app_url ON webhooks (app_id, url);
 CREATE INDEX IF NOT EXISTS webhooks_unchecked_urls ON webhooks (app_id) WHERE url_checked = 0;
 
 -- Append-only history: one record for every change (create, enable, disable, delete,
--- rotate_secret), by an application or by the service itself (actor 'system', with a reason:
+-- rotate_secret, update), by an application or by the service itself (actor 'system', with a reason:
 -- a webhook disabled after failing, or answering 410 Gone), written in the same D1 batch (transaction) as the change. row_before is the whole row
 -- before the change (for create: the row as created), so a deleted webhook is never lost.
 -- write_id is the id the Worker gives one request's write, kept across its retries, so a retried
@@ -43,7 +47,7 @@ CREATE TABLE IF NOT EXISTS webhook_audit (
   audit_id   INTEGER PRIMARY KEY AUTOINCREMENT,
   webhook_id INTEGER NOT NULL,
   app_id     TEXT    NOT NULL,
-  action     TEXT    NOT NULL CHECK (action IN ('create', 'enable', 'disable', 'delete', 'rotate_secret')),
+  action     TEXT    NOT NULL CHECK (action IN ('create', 'enable', 'disable', 'delete', 'rotate_secret', 'update')),
   row_before TEXT    NOT NULL CHECK (json_valid(row_before)),
   actor      TEXT    NOT NULL,
   actor_jti  TEXT,
@@ -80,7 +84,10 @@ CREATE TABLE IF NOT EXISTS events (
   source_key TEXT,
   type       TEXT NOT NULL,
   payload    TEXT NOT NULL,
-  created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))
+  created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
+  -- A resend: the event_id of the event it sends again, which receivers see as `webhook-id` and
+  -- the delivery log shows as event_id. NULL: the event's own event_id.
+  message_id TEXT
 );
 CREATE UNIQUE INDEX IF NOT EXISTS events_by_source ON events (app_id, source_key) WHERE source_key IS NOT NULL;
 CREATE INDEX IF NOT EXISTS events_by_age ON events (created_at);
@@ -123,3 +130,49 @@ CREATE TABLE IF NOT EXISTS delivery_attempts (
   body         TEXT,
   PRIMARY KEY (delivery_id, attempt)
 ) WITHOUT ROWID;
+
+-- Per webhook and hour (ISO 8601 start of the hour, '2026-11-24T14:00:00Z'): the deliveries created
+-- in that hour by their status now, and the attempts made in that hour. Kept by the triggers
+-- below, so GET .../stats reads at most 168 rows whatever the volume; the Cron Trigger deletes
+-- hours past the retention.
+CREATE TABLE IF NOT EXISTS delivery_stats (
+  webhook_id INTEGER NOT NULL,
+  hour       TEXT    NOT NULL,
+  pending    INTEGER NOT NULL DEFAULT 0,
+  succeeded  INTEGER NOT NULL DEFAULT 0,
+  failed     INTEGER NOT NULL DEFAULT 0,
+  cancelled  INTEGER NOT NULL DEFAULT 0,
+  attempts   INTEGER NOT NULL DEFAULT 0,
+  PRIMARY KEY (webhook_id, hour)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS delivery_stats_by_hour ON delivery_stats (hour);
+
+CREATE TRIGGER IF NOT EXISTS delivery_stats_created AFTER INSERT ON deliveries
+BEGIN
+  INSERT INTO delivery_stats (webhook_id, hour, pending, succeeded, failed, cancelled)
+  VALUES (NEW.webhook_id, substr(NEW.created_at, 1, 13) || ':00:00Z',
+    NEW.status = 'pending', NEW.status = 'succeeded', NEW.status = 'failed', NEW.status = 'cancelled')
+  ON CONFLICT (webhook_id, hour) DO UPDATE SET
+    pending = pending + excluded.pending, succeeded = succeeded + excluded.succeeded,
+    failed = failed + excluded.failed, cancelled = cancelled + excluded.cancelled;
+END;
+
+CREATE TRIGGER IF NOT EXISTS delivery_stats_status AFTER UPDATE OF status ON deliveries
+WHEN OLD.status <> NEW.status
+BEGIN
+  INSERT INTO delivery_stats (webhook_id, hour, pending, succeeded, failed, cancelled)
+  VALUES (NEW.webhook_id, substr(NEW.created_at, 1, 13) || ':00:00Z',
+    (NEW.status = 'pending') - (OLD.status = 'pending'), (NEW.status = 'succeeded') - (OLD.status = 'succeeded'),
+    (NEW.status = 'failed') - (OLD.status = 'failed'), (NEW.status = 'cancelled') - (OLD.status = 'cancelled'))
+  ON CONFLICT (webhook_id, hour) DO UPDATE SET
+    pending = pending + excluded.pending, succeeded = succeeded + excluded.succeeded,
+    failed = failed + excluded.failed, cancelled = cancelled + excluded.cancelled;
+END;
+
+CREATE TRIGGER IF NOT EXISTS delivery_stats_attempt AFTER INSERT ON delivery_attempts
+BEGIN
+  INSERT INTO delivery_stats (webhook_id, hour, attempts)
+  SELECT webhook_id, substr(NEW.attempted_at, 1, 13) || ':00:00Z', 1
+  FROM deliveries WHERE delivery_id = NEW.delivery_id
+  ON CONFLICT (webhook_id, hour) DO UPDATE SET attempts = attempts + 1;
+END;

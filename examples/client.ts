@@ -5,6 +5,7 @@
 //   const hook = await api.createWebhook('https://hooks.example.com/nft');
 //   await api.disable(hook.webhook_id);
 //   for await (const webhook of api.webhooks({ enabled: true })) console.log(webhook.url);
+//   await api.updateWebhook(hook.webhook_id, { description: 'Orders', rateLimit: 50 });
 //   await api.delete('9007199254740993');
 
 /** The reply envelope of every operation. */
@@ -23,8 +24,44 @@ export interface Webhook {
   is_enabled: boolean;
   /** The event types it receives; null: every type. */
   event_types: string[] | null;
+  /** What the application says it is for (at most 256 characters); null when none. */
+  description: string | null;
+  /** Deliveries per second it wants at most (1 to 1,000; stored now, enforced by a later release); null: none. */
+  rate_limit: number | null;
   created_at: string;
   updated_at: string;
+}
+
+/** What `updateWebhook` changes: only the fields given (null clears event_types, rate_limit, description). */
+export interface WebhookChanges {
+  url?: string;
+  eventTypes?: string[] | null;
+  rateLimit?: number | null;
+  description?: string | null;
+}
+
+/** Deliveries created in a window by their status now, and the attempts made in it. */
+export interface DeliveryCounts {
+  succeeded: number;
+  failed: number;
+  pending: number;
+  cancelled: number;
+  attempts: number;
+}
+
+/** A webhook's health: the last 24 hours and 7 days, and the last 24 hours hour by hour (oldest first). */
+export interface WebhookStats {
+  webhook_id: string;
+  last_24h: DeliveryCounts;
+  last_7d: DeliveryCounts;
+  hourly: { hour: string; succeeded: number; failed: number }[];
+}
+
+/** One type of the event catalog, with an example of its `data`. */
+export interface EventTypeInfo {
+  type: string;
+  description: string;
+  example: Record<string, unknown>;
 }
 
 /** A webhook just registered: with its signing secret (`whsec_...`), shown only here and by getSecret. */
@@ -172,11 +209,60 @@ export class WebhookClient {
     {
       enabled = true,
       eventTypes = null,
+      description,
+      rateLimit,
       idempotencyKey = crypto.randomUUID(),
-    }: { enabled?: boolean; eventTypes?: string[] | null; idempotencyKey?: string } = {},
+    }: {
+      enabled?: boolean;
+      eventTypes?: string[] | null;
+      description?: string | null;
+      rateLimit?: number | null;
+      idempotencyKey?: string;
+    } = {},
   ): Promise<CreatedWebhook> {
-    const body = JSON.stringify({ url, is_enabled: enabled, event_types: eventTypes });
+    const body = JSON.stringify({
+      url,
+      is_enabled: enabled,
+      event_types: eventTypes,
+      description,
+      rate_limit: rateLimit,
+    });
     return (await this.#call('POST', PATH, body, { 'idempotency-key': idempotencyKey })) as CreatedWebhook;
+  }
+
+  /**
+   * Changes the fields given of a webhook (PATCH) and nothing else; returns it as it stands. Safe
+   * to retry: sending the same values again changes nothing.
+   */
+  async updateWebhook(webhookId: WebhookId, changes: WebhookChanges): Promise<Webhook> {
+    const body = JSON.stringify({
+      webhook_id: idText(webhookId),
+      url: changes.url,
+      event_types: changes.eventTypes,
+      rate_limit: changes.rateLimit,
+      description: changes.description,
+    });
+    return (await this.#call('PATCH', PATH, body)) as Webhook;
+  }
+
+  /** A webhook's health: deliveries and attempts of the last 24 hours and 7 days, and hour by hour. */
+  async stats(webhookId: WebhookId): Promise<WebhookStats> {
+    return (await this.#call('GET', `${PATH}/stats?webhook_id=${idText(webhookId)}`)) as WebhookStats;
+  }
+
+  /**
+   * Sends a delivery again (same body, same `webhook-id`) to its webhook; returns the new
+   * delivery's id. Each call is a new delivery, so it is retried only when nothing was done (429).
+   */
+  async resend(deliveryId: WebhookId): Promise<string> {
+    const body = JSON.stringify({ delivery_id: idText(deliveryId) });
+    const value = (await this.#call('POST', `${PATH}/delivery/resend`, body, {}, false)) as { delivery_id: string };
+    return value.delivery_id;
+  }
+
+  /** The event catalog: every type the platform publishes, with a description and an example. */
+  async eventTypes(): Promise<EventTypeInfo[]> {
+    return ((await this.#call('GET', '/v1.0/app/nft/event-types')) as { event_types: EventTypeInfo[] }).event_types;
   }
 
   /** A webhook's signing secret (`whsec_...`), to verify what it receives. */
@@ -296,13 +382,15 @@ export class WebhookClient {
     await this.#call('DELETE', `${PATH}?webhook_id=${idText(webhookId)}`);
   }
 
-  // Every call is safe to retry: GET reads, PUT and DELETE are idempotent, a webhook's POST carries
-  // an Idempotency-Key (and an event's, its id when given). Returns the reply's `value`, if any.
+  // Calls are safe to retry: GET reads, PUT, PATCH and DELETE are idempotent, a webhook's POST carries
+  // an Idempotency-Key (and an event's, its id when given). A call that is not (`idempotent`
+  // false: a resend) is retried only after a 429, when nothing was done. Returns the reply's `value`, if any.
   async #call(
-    method: 'GET' | 'POST' | 'PUT' | 'DELETE',
+    method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE',
     path: string,
     body?: string,
     extra: Record<string, string> = {},
+    idempotent = true,
   ): Promise<unknown> {
     const { baseUrl, token, maxRetries, maxRetryDelaySeconds, fetch, sleep } = this.#options;
     for (let attempt = 0; ; attempt++) {
@@ -316,7 +404,7 @@ export class WebhookClient {
       try {
         res = await fetch(baseUrl + path, { method, headers, body });
       } catch (err) {
-        if (attempt < maxRetries) {
+        if (idempotent && attempt < maxRetries) {
           await sleep(2 ** attempt * 500);
           continue;
         }
@@ -327,7 +415,7 @@ export class WebhookClient {
       if (res.status >= 200 && res.status <= 202 && envelope.return === 0) return envelope.value;
       const header = res.headers.get('retry-after');
       const retryAfter = header !== null && /^\d+$/.test(header) ? Number(header) : undefined;
-      const retryable = res.status === 429 || res.status === 503;
+      const retryable = res.status === 429 || (res.status === 503 && idempotent);
       if (retryable && attempt < maxRetries && (retryAfter ?? 1) <= maxRetryDelaySeconds) {
         await sleep((retryAfter ?? 1) * 1000);
         continue;

@@ -30,6 +30,13 @@ echo '# List the enabled ones, two to a page (pass next_cursor back as cursor=..
 curl -sS -i "$URL?limit=2&is_enabled=true" -H "Authorization: Bearer $TOKEN"
 echo
 
+echo "# Change some of its fields (PATCH: only what is given), and see the event catalog"
+curl -sS -i -X PATCH "$URL" -H "Authorization: Bearer $TOKEN" -H 'Content-Type: application/json' \
+  -d "{\"webhook_id\": $ID, \"description\": \"Orders service\", \"event_types\": [\"NEW_NFT\", \"webhook.test\"]}"
+echo
+curl -sS -i "$BASE_URL/v1.0/app/nft/event-types" -H "Authorization: Bearer $TOKEN"
+echo
+
 echo "# Its signing secret, then a new one (for 24 hours the previous one signs too)"
 curl -sS -i "$URL/secret?webhook_id=$ID" -H "Authorization: Bearer $TOKEN"
 echo
@@ -47,8 +54,15 @@ curl -sS -i -X POST "$BASE_URL/v1.0/platform/nft/event" \
   -d '{"app_id": "demo-app-1", "type": "NEW_NFT", "data": {"token_id": "42"}}'
 echo
 
-echo "# Its delivery log, newest first, and failed deliveries of the last hour attempted again"
-curl -sS -i "$URL/delivery?webhook_id=$ID&limit=5" -H "Authorization: Bearer $TOKEN"
+echo "# Its delivery log, newest first, its stats, a delivery sent again, and failed deliveries of the last hour attempted again"
+log=$(curl -sS -i "$URL/delivery?webhook_id=$ID&limit=5" -H "Authorization: Bearer $TOKEN")
+echo "$log"
+DELIVERY=$(printf '%s' "$log" | sed -n 's/.*"delivery_id":\([0-9]*\).*/\1/p' | head -1)
+echo
+curl -sS -i "$URL/stats?webhook_id=$ID" -H "Authorization: Bearer $TOKEN"
+echo
+curl -sS -i -X POST "$URL/delivery/resend" -H "Authorization: Bearer $TOKEN" -H 'Content-Type: application/json' \
+  -d "{\"delivery_id\": $DELIVERY}"
 echo
 curl -sS -i -X POST "$URL/recover" -H "Authorization: Bearer $TOKEN" -H 'Content-Type: application/json' \
   -d "{\"webhook_id\": $ID, \"since\": \"$(node -p 'new Date(Date.now() - 3600e3).toISOString()')\"}"

@@ -158,3 +158,21 @@ describe('each endpoint is sent at most ENDPOINT_RATE_LIMIT attempts a second', 
     expect(result.explicitAcks).toHaveLength(3);
   });
 });
+
+describe("a webhook's own rate_limit", () => {
+  it('lowers the rate for that webhook only, and never raises it above ENDPOINT_RATE_LIMIT', async () => {
+    const app = freshApp();
+    await registerWebhook(app, { rate_limit: 1 });
+    await registerWebhook(app, { url: `https://${app}.example.com/fast`, rate_limit: 1000 });
+    const ids: string[] = [];
+    for (let i = 0; i < 3; i++) ids.push(...(await publishEvent(app)).deliveryIds);
+    const { requests } = receiver(() => new Response(null, { status: 204 }));
+
+    await deliver(ids, { ENDPOINT_RATE_LIMIT: '2', DELIVERIES: capturingQueue().binding });
+
+    const paths = requests.map((r) => new URL(r.url).pathname);
+    // rate_limit 1: one attempt now; 1000, above the service's 2: two.
+    expect(paths.filter((p) => p === '/hook')).toHaveLength(1);
+    expect(paths.filter((p) => p === '/fast')).toHaveLength(2);
+  });
+});

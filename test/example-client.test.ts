@@ -181,3 +181,61 @@ describe('examples/client.ts against the Worker', () => {
     expect(await api.getSecret(webhook.webhook_id)).toBe(rotated);
   });
 });
+
+describe('examples/client.ts: the portal operations', () => {
+  it('updateWebhook changes only what it is given; stats, resend and eventTypes answer typed values', async () => {
+    const app = 'client-portal';
+    const { api } = await client(app);
+    const hook = await api.createWebhook('https://client-portal.example.com/hook', {
+      description: 'Orders',
+      rateLimit: 5,
+    });
+    expect(hook).toMatchObject({ description: 'Orders', rate_limit: 5 });
+    const changed = await api.updateWebhook(hook.webhook_id, { rateLimit: null, eventTypes: ['NEW_NFT'] });
+    expect(changed).toMatchObject({ description: 'Orders', rate_limit: null, event_types: ['NEW_NFT'] });
+    expect(typeof changed.webhook_id).toBe('string');
+    const again = await api.updateWebhook(BigInt(hook.webhook_id), { description: 'Orders' });
+    expect(again).toEqual(changed);
+
+    const { delivery_id } = await api.sendTestEvent(hook.webhook_id);
+    const stats = await api.stats(hook.webhook_id);
+    expect(stats.webhook_id).toBe(hook.webhook_id);
+    expect(stats.last_24h).toMatchObject({ pending: 1, attempts: 0 });
+    expect(stats.hourly).toHaveLength(24);
+
+    const resent = await api.resend(delivery_id);
+    expect(resent).toMatch(/^\d+$/);
+    expect(resent).not.toBe(delivery_id);
+    const original = await api.getDelivery(delivery_id);
+    expect((await api.getDelivery(resent)).event_id).toBe(original.event_id);
+
+    const types = await api.eventTypes();
+    expect(types.map((t) => t.type)).toContain('MEMBER_NFT_MERGE_ADD');
+    expect(types.every((t) => typeof t.description === 'string' && typeof t.example === 'object')).toBe(true);
+  });
+
+  it('does not retry a resend after a 503 (it may have been made), but does after a 429', async () => {
+    const app = 'client-resend-retry';
+    let calls = 0;
+    const { api, sleeps } = await client(app, async () => {
+      calls++;
+      return new Response('{"return":64064,"message":"event fail"}', {
+        status: 503,
+        headers: { 'retry-after': '1', 'content-type': 'application/json' },
+      });
+    });
+    await expect(api.resend('1')).rejects.toMatchObject({ status: 503, code: 64064 });
+    expect(calls).toBe(1);
+    expect(sleeps).toEqual([]);
+    let limitedCalls = 0;
+    const limited = await client(app, async () => {
+      limitedCalls++;
+      return new Response('{"return":64064,"message":"event fail"}', {
+        status: 429,
+        headers: { 'retry-after': '1' },
+      });
+    });
+    await expect(limited.api.resend('1')).rejects.toMatchObject({ status: 429 });
+    expect(limitedCalls).toBe(3);
+  });
+});

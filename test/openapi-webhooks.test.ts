@@ -226,7 +226,16 @@ describe('docs/openapi.json: the fields of a webhook', () => {
       );
     const typed = { url: 'https://hooks.example.com/fields-1', event_types: ['nft.minted', 'nft.burned'] };
     const webhookFields = Object.keys(doc.components.schemas.Webhook.properties);
-    expect(webhookFields).toEqual(['webhook_id', 'url', 'is_enabled', 'event_types', 'created_at', 'updated_at']);
+    expect(webhookFields).toEqual([
+      'webhook_id',
+      'url',
+      'is_enabled',
+      'event_types',
+      'description',
+      'rate_limit',
+      'created_at',
+      'updated_at',
+    ]);
 
     const first = await register(typed, 'fields');
     const { value: created } = await expectValue<Webhook & { secret: string }>(first.clone(), 201);

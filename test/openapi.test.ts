@@ -2,8 +2,8 @@
 // Each resource's replies and bodies are checked in openapi-<resource>.test.ts.
 import { SELF } from 'cloudflare:test';
 import { describe, expect, it } from 'vitest';
-import { DELIVERY_PATH, RECOVER_PATH, TEST_EVENT_PATH } from '../src/deliveries/routes';
-import { EVENT_PATH, EVENTS_PATH } from '../src/events/routes';
+import { DELIVERY_PATH, RECOVER_PATH, RESEND_PATH, STATS_PATH, TEST_EVENT_PATH } from '../src/deliveries/routes';
+import { EVENT_PATH, EVENT_TYPES_PATH, EVENTS_PATH } from '../src/events/routes';
 import { Code, envelope } from '../src/http/envelope';
 import { allowedMethods, operationCode } from '../src/http/operations';
 import { SECRET_PATH } from '../src/webhooks/routes';
@@ -13,7 +13,7 @@ import { ORIGIN, PATH, URL_ } from './helpers/requests';
 describe('docs/openapi.json', () => {
   it('documents the reply to an unknown path and to another method', async () => {
     await expectDocumented(await SELF.fetch(`${ORIGIN}/openapi.json`), 'unknown-path');
-    await expectDocumented(await SELF.fetch(URL_, { method: 'PATCH' }), 'other-method');
+    await expectDocumented(await SELF.fetch(URL_, { method: 'TRACE' }), 'other-method');
   });
 
   it('names every code with the message the Worker sends', async () => {
@@ -42,6 +42,9 @@ describe('docs/openapi.json', () => {
       RECOVER_PATH,
       EVENT_PATH,
       EVENTS_PATH,
+      STATS_PATH,
+      RESEND_PATH,
+      EVENT_TYPES_PATH,
     ]);
     for (const [path, methods] of Object.entries(paths)) {
       expect(documentedMethods(path), path).toBe(allowedMethods(path));

@@ -25,19 +25,19 @@ describe('routing and the envelope', () => {
     await expectEnvelope(res, 404, 404, 'not found');
   });
 
-  it.each(['PATCH', 'OPTIONS', 'TRACE', 'PROPFIND'])(
+  it.each(['OPTIONS', 'TRACE', 'PROPFIND', 'REPORT'])(
     'answers 405 with Allow for %s on the path, before authentication',
     async (method) => {
       const res = await SELF.fetch(URL_, { method });
       await expectEnvelope(res, 405, 405, 'method not allowed');
-      expect(res.headers.get('allow')).toBe('DELETE, GET, POST, PUT');
+      expect(res.headers.get('allow')).toBe('DELETE, GET, PATCH, POST, PUT');
     },
   );
 
   it('answers 405 to HEAD with the envelope headers and no body', async () => {
     const res = await SELF.fetch(URL_, { method: 'HEAD' });
     expect(res.status).toBe(405);
-    expect(res.headers.get('allow')).toBe('DELETE, GET, POST, PUT');
+    expect(res.headers.get('allow')).toBe('DELETE, GET, PATCH, POST, PUT');
     expect(res.headers.get('content-type')).toBe('application/json');
     expect(await res.text()).toBe('');
   });

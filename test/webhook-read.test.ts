@@ -40,6 +40,8 @@ describe('GET /v1.0/app/nft/webhook?webhook_id=N', () => {
       url: 'https://hooks.example.com/one',
       is_enabled: false,
       event_types: null,
+      description: null,
+      rate_limit: null,
       created_at: row?.created_at,
       updated_at: row?.updated_at,
     });
@@ -145,7 +147,7 @@ describe('GET /v1.0/app/nft/webhook?webhook_id=N', () => {
   it('answers HEAD with 405, like any method the path does not allow', async () => {
     const res = await SELF.fetch(URL_, { method: 'HEAD', headers: await auth(freshApp()) });
     expect(res.status).toBe(405);
-    expect(res.headers.get('allow')).toBe('DELETE, GET, POST, PUT');
+    expect(res.headers.get('allow')).toBe('DELETE, GET, PATCH, POST, PUT');
   });
 });
 

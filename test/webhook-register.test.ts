@@ -33,6 +33,8 @@ describe('POST /v1.0/app/nft/webhook', () => {
       url: 'https://hooks.example.com/nft',
       is_enabled: true,
       event_types: null,
+      description: null,
+      rate_limit: null,
       created_at: expect.stringMatching(ISO_UTC),
       updated_at: value.created_at,
       secret: expect.stringMatching(/^whsec_[A-Za-z0-9+/]{43}=$/),
@@ -46,6 +48,8 @@ describe('POST /v1.0/app/nft/webhook', () => {
       event_types: null,
       created_at: value.created_at,
       updated_at: value.updated_at,
+      description: null,
+      rate_limit: null,
     });
     const audit = await auditRows(id);
     expect(audit).toHaveLength(1);
@@ -498,6 +502,8 @@ describe('POST /v1.0/app/nft/webhook', () => {
         url: 'https://hooks.example.com/gone',
         enabled: true,
         eventTypes: null,
+        description: null,
+        rateLimit: null,
         sealedSecret: 'v1.sealed',
         cap: 100,
         writeId: crypto.randomUUID(),

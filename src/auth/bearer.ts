@@ -156,10 +156,24 @@ export const authenticate: MiddlewareHandler<AppEnv> = async (c, next) => {
 export const requireScope =
   (scope: string): MiddlewareHandler<AppEnv> =>
   async (c, next) => {
-    if (!(c.get('scope')?.split(' ').includes(scope) ?? false)) {
-      throw new ApiFailure(403, `token lacks the ${scope} scope`, {
-        headers: { 'www-authenticate': `${REALM}, error="insufficient_scope", scope="${scope}"` },
-      });
-    }
+    if (!(c.get('scope')?.split(' ').includes(scope) ?? false)) throw insufficientScope(scope);
     await next();
   };
+
+/** 403 with the RFC 6750 `insufficient_scope` challenge naming the scope the operation needs. */
+const insufficientScope = (scope: string) =>
+  new ApiFailure(403, `token lacks the ${scope} scope`, {
+    headers: { 'www-authenticate': `${REALM}, error="insufficient_scope", scope="${scope}"` },
+  });
+
+/**
+ * After `authenticate`, on every operation that changes something: a read-only token, whose
+ * `scope` names webhooks:read and not webhooks:write, is refused with 403 and the
+ * `insufficient_scope` challenge naming webhooks:write. Tokens without either scope keep every
+ * right (the tokens applications had before scopes).
+ */
+export const requireWrite: MiddlewareHandler<AppEnv> = async (c, next) => {
+  const scopes = c.get('scope')?.split(' ') ?? [];
+  if (scopes.includes('webhooks:read') && !scopes.includes('webhooks:write')) throw insufficientScope('webhooks:write');
+  await next();
+};

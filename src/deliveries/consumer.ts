@@ -82,7 +82,9 @@ export async function consumeDeliveries(
     [...messages].map(([id, list]) => [id, list.map((m) => ({ id: m.message.id, gen: m.gen }))]),
   );
   const plan = planBatch(rows, generations, Date.now());
-  const { allowed, held } = await throttle(env, plan.due, () => config.endpointRate);
+  // Each endpoint's rate: the service's, or the webhook's own rate_limit where it is lower.
+  const rateOf = (row: DeliveryToAttempt) => Math.min(config.endpointRate, row.rate_limit ?? config.endpointRate);
+  const { allowed, held } = await throttle(env, plan.due, rateOf);
   const aes = await prepareSigning(env, allowed);
   const context = { aes, origins, config, fetcher };
   const dispatched = await dispatchAll(allowed, context);

@@ -1,27 +1,41 @@
 import type { HonoBase } from 'hono/hono-base';
-import { authenticate } from '../auth/bearer';
+import { authenticate, requireWrite } from '../auth/bearer';
 import type { AppEnv } from '../http/app-env';
 import { Code } from '../http/envelope';
 import { limitApplication } from '../http/limits';
 import { mountPath } from '../http/operations';
 import { readDeliveries } from './log';
 import { recover } from './recover';
+import { resend } from './resend';
+import { readStats } from './stats';
 import { sendTestEvent } from './test-event';
 
 export const DELIVERY_PATH = '/v1.0/app/nft/webhook/delivery';
 export const TEST_EVENT_PATH = '/v1.0/app/nft/webhook/test';
 export const RECOVER_PATH = '/v1.0/app/nft/webhook/recover';
+export const RESEND_PATH = '/v1.0/app/nft/webhook/delivery/resend';
+export const STATS_PATH = '/v1.0/app/nft/webhook/stats';
 
-/** What an application does with its deliveries: read the log, send a test event, recover failures. */
+/**
+ * What an application does with its deliveries: read the log and the stats, send a test event,
+ * resend a delivery, recover failures (the last three only with a token that may write).
+ */
 export function mountDeliveries(app: HonoBase<AppEnv>) {
   const guarded = [authenticate, limitApplication];
+  const writing = [authenticate, requireWrite, limitApplication];
   mountPath(app, DELIVERY_PATH, {
     GET: { name: 'deliveries', code: Code.queryFail, handlers: [...guarded, readDeliveries] },
   });
   mountPath(app, TEST_EVENT_PATH, {
-    POST: { name: 'test', code: Code.eventFail, handlers: [...guarded, sendTestEvent] },
+    POST: { name: 'test', code: Code.eventFail, handlers: [...writing, sendTestEvent] },
   });
   mountPath(app, RECOVER_PATH, {
-    POST: { name: 'recover', code: Code.eventFail, handlers: [...guarded, recover] },
+    POST: { name: 'recover', code: Code.eventFail, handlers: [...writing, recover] },
+  });
+  mountPath(app, RESEND_PATH, {
+    POST: { name: 'resend', code: Code.eventFail, handlers: [...writing, resend] },
+  });
+  mountPath(app, STATS_PATH, {
+    GET: { name: 'stats', code: Code.queryFail, handlers: [...guarded, readStats] },
   });
 }

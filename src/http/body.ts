@@ -9,10 +9,10 @@ export class NumberText {
   constructor(readonly text: string) {}
 }
 
-// A JSON number `webhook_id` is replaced by its source text before it becomes a double.
+// A JSON number `webhook_id` or `delivery_id` is replaced by its source text before it becomes a double.
 // (JSON.parse source text access; where a runtime lacks it, only safe integers are exact.)
 function keepIdText(key: string, value: unknown, context?: { source?: string }): unknown {
-  if (key !== 'webhook_id' || typeof value !== 'number') return value;
+  if ((key !== 'webhook_id' && key !== 'delivery_id') || typeof value !== 'number') return value;
   if (context?.source !== undefined) return new NumberText(context.source);
   return new NumberText(Number.isSafeInteger(value) ? String(value) : '');
 }

@@ -9,7 +9,7 @@ export interface Operation {
   code: Code;
 }
 
-type Method = 'GET' | 'POST' | 'PUT' | 'DELETE';
+type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 
 /** Every mounted operation, by path and method. */
 const operations = new Map<string, Map<string, Operation>>();
@@ -19,6 +19,7 @@ const BY_METHOD: Record<string, Code> = {
   GET: Code.queryFail,
   POST: Code.createFail,
   PUT: Code.updateFail,
+  PATCH: Code.updateFail,
   DELETE: Code.deleteFail,
 };
 

@@ -92,3 +92,26 @@ export function parseIdempotencyKey(header: string): string | null {
   const text = withoutOws(header);
   return /^[\x21-\x7e]{1,255}$/.test(text) ? text : null;
 }
+
+/** Longest webhook description, in characters. */
+export const MAX_DESCRIPTION_LENGTH = 256;
+
+/** A webhook's `description` field: a string of at most 256 characters, or null; 400 otherwise. */
+export function descriptionField(value: unknown): string | null {
+  if (value === null) return null;
+  if (typeof value !== 'string' || [...value].length > MAX_DESCRIPTION_LENGTH) {
+    throw badInput(`description must be null or a string of at most ${MAX_DESCRIPTION_LENGTH} characters`);
+  }
+  return value;
+}
+
+export const MAX_RATE_LIMIT = 1000;
+
+/** A webhook's `rate_limit` field (deliveries per second): a whole number from 1 to 1,000, or null; 400 otherwise. */
+export function rateLimitField(value: unknown): number | null {
+  if (value === null) return null;
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < 1 || value > MAX_RATE_LIMIT) {
+    throw badInput(`rate_limit must be null or a whole number from 1 to ${MAX_RATE_LIMIT}`);
+  }
+  return value;
+}

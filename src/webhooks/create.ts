@@ -4,7 +4,7 @@ import { wholeNumber } from '../core/settings';
 import type { AppEnv } from '../http/app-env';
 import { jsonObject, readJsonBody } from '../http/body';
 import { ApiFailure, badInput, conflict, success } from '../http/envelope';
-import { parseIdempotencyKey } from '../http/params';
+import { descriptionField, parseIdempotencyKey, rateLimitField } from '../http/params';
 import { withD1 } from '../http/storage';
 import { actorOf } from './actor';
 import { createdWebhookJson } from './representation';
@@ -38,20 +38,31 @@ export function eventTypes(value: unknown): string | null {
   return JSON.stringify(value);
 }
 
-/** A registration's input: `url`, `is_enabled` (default true), `event_types` (default null). */
+/**
+ * A registration's input: `url`, `is_enabled` (default true), `event_types`, `description` and
+ * `rate_limit` (each default null).
+ */
 export interface WebhookRegistration {
   url: string;
   enabled: boolean;
   eventTypes: string | null;
+  description: string | null;
+  rateLimit: number | null;
 }
 
 /** POST's input. Unknown fields are ignored. `allowed`: origins exempt from the URL's scheme and host rules. */
 export function webhookRegistration(body: unknown, allowed?: ReadonlySet<string>): WebhookRegistration {
-  const { url, is_enabled: enabled = true, event_types } = jsonObject(body);
+  const { url, is_enabled: enabled = true, event_types, description = null, rate_limit = null } = jsonObject(body);
   if (url === undefined) throw badInput('url is required');
   if (typeof url !== 'string') throw badInput('url must be a string');
   if (typeof enabled !== 'boolean') throw badInput('is_enabled must be true or false');
-  return { url: webhookUrl(url, allowed), enabled, eventTypes: eventTypes(event_types) };
+  return {
+    url: webhookUrl(url, allowed),
+    enabled,
+    eventTypes: eventTypes(event_types),
+    description: descriptionField(description),
+    rateLimit: rateLimitField(rate_limit),
+  };
 }
 
 /** What legacy URLs become: their normalised form, or themselves when they do not parse. */

@@ -1,32 +1,36 @@
 import type { HonoBase } from 'hono/hono-base';
-import { authenticate } from '../auth/bearer';
+import { authenticate, requireWrite } from '../auth/bearer';
 import type { AppEnv } from '../http/app-env';
 import { Code } from '../http/envelope';
 import { limitApplication } from '../http/limits';
 import { mountPath } from '../http/operations';
 import { registerWebhook } from './create';
+import { editWebhook } from './patch';
 import { readWebhooks } from './read';
 import { removeWebhook } from './remove';
 import { readSecret, rotateWebhookSecret } from './secret';
 import { updateWebhook } from './update';
 
-/** The webhook operations share one path and differ by method (the documented interface: PUT, DELETE). */
+/** The webhook operations share one path and differ by method (the documented interface: PUT, DELETE; then GET, POST, PATCH). */
 export const WEBHOOK_PATH = '/v1.0/app/nft/webhook';
 export const SECRET_PATH = '/v1.0/app/nft/webhook/secret';
 
 /** Every route: authentication, then the application's rate limit, then the operation (input, then storage). */
 const guarded = [authenticate, limitApplication];
+/** Every route that changes something: authentication, a token that may write, the rate limit, the operation. */
+const writing = [authenticate, requireWrite, limitApplication];
 
 /** The webhook routes. */
 export function mountWebhooks(app: HonoBase<AppEnv>) {
   mountPath(app, WEBHOOK_PATH, {
     GET: { name: 'query', code: Code.queryFail, handlers: [...guarded, readWebhooks] },
-    POST: { name: 'create', code: Code.createFail, handlers: [...guarded, registerWebhook] },
-    PUT: { name: 'update', code: Code.updateFail, handlers: [...guarded, updateWebhook] },
-    DELETE: { name: 'delete', code: Code.deleteFail, handlers: [...guarded, removeWebhook] },
+    POST: { name: 'create', code: Code.createFail, handlers: [...writing, registerWebhook] },
+    PUT: { name: 'update', code: Code.updateFail, handlers: [...writing, updateWebhook] },
+    PATCH: { name: 'patch', code: Code.updateFail, handlers: [...writing, editWebhook] },
+    DELETE: { name: 'delete', code: Code.deleteFail, handlers: [...writing, removeWebhook] },
   });
   mountPath(app, SECRET_PATH, {
     GET: { name: 'secret', code: Code.secretFail, handlers: [...guarded, readSecret] },
-    POST: { name: 'rotate', code: Code.secretFail, handlers: [...guarded, rotateWebhookSecret] },
+    POST: { name: 'rotate', code: Code.secretFail, handlers: [...writing, rotateWebhookSecret] },
   });
 }

@@ -37,11 +37,14 @@ export interface WebhookRow {
   event_types: string | null;
   created_at: string;
   updated_at: string;
+  description: string | null;
+  rate_limit: number | null;
 }
 
 export async function webhookRow(id: string): Promise<WebhookRow | null> {
   return env.DB.prepare(
-    `SELECT CAST(webhook_id AS TEXT) AS webhook_id, app_id, url, is_enabled, event_types, created_at, updated_at
+    `SELECT CAST(webhook_id AS TEXT) AS webhook_id, app_id, url, is_enabled, event_types, created_at, updated_at,
+       description, rate_limit
      FROM webhooks WHERE webhook_id = CAST(?1 AS INTEGER)`,
   )
     .bind(id)
@@ -83,7 +86,8 @@ export async function snapshot(): Promise<unknown> {
 /** The application's webhooks, oldest first, as the tables hold them. */
 export async function webhooksOf(appId: string): Promise<WebhookRow[]> {
   const { results } = await env.DB.prepare(
-    `SELECT CAST(webhook_id AS TEXT) AS webhook_id, app_id, url, is_enabled, event_types, created_at, updated_at
+    `SELECT CAST(webhook_id AS TEXT) AS webhook_id, app_id, url, is_enabled, event_types, created_at, updated_at,
+       description, rate_limit
      FROM webhooks WHERE app_id = ?1 ORDER BY webhook_id`,
   )
     .bind(appId)

@@ -30,8 +30,8 @@ export function resolve(node: unknown): unknown {
 export const validate = (schema: unknown, value: unknown) =>
   new Validator(schema as object, '2020-12', false).validate(value);
 
-export type Method = 'get' | 'post' | 'put' | 'delete';
-export const paths = doc.paths as Record<string, Partial<Record<Method, { responses: Node }>>>;
+export type Method = 'get' | 'post' | 'put' | 'patch' | 'delete';
+export const paths = doc.paths as Record<string, Partial<Record<Method, { responses: Node; requestBody?: Node }>>>;
 
 /** The methods the document gives a path, as an `Allow` header lists them. */
 export const documentedMethods = (path: string) =>
@@ -56,7 +56,7 @@ export async function expectDocumented(
   operation: Method | 'unknown-path' | 'other-method',
   path: string = PATH,
 ) {
-  const body = await res.json();
+  const body = await res.clone().json();
   if (operation === 'unknown-path' || operation === 'other-method') {
     const schema = resolve({
       $ref: `#/components/schemas/${operation === 'unknown-path' ? 'NotFound' : 'MethodNotAllowed'}`,

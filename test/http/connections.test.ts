@@ -55,7 +55,7 @@ describe('one keep-alive connection over real HTTP (wrangler dev)', () => {
     ['a refused URL', () => ['POST', PATH, json(), '{"url":"https://127.0.0.1/"}'], 400, 64061],
     ['a malformed bookmark', () => ['GET', PATH, { ...json(), 'x-d1-bookmark': 'first-primary' }], 400, 64060],
     ['an unknown path with a body', () => ['PUT', `${PATH}/x`, json(), MIB], 404, 404],
-    ['a method not allowed, with a body', () => ['PATCH', PATH, json(), MIB], 405, 405],
+    ['a method not allowed, with a body', () => ['PATCH', `${PATH}/secret`, json(), MIB], 405, 405],
   ];
 
   it.each(rejections)('is reused after %s', async (_, make, status, code) => {
@@ -117,8 +117,8 @@ describe('one keep-alive connection over real HTTP (wrangler dev)', () => {
     expect(res.headers['content-type']).toBe('application/json');
     const limited = await conn.send('GET', PATH, { authorization: 'Bearer nope' });
     expect(limited.headers['www-authenticate']).toMatch(/^Bearer realm="nft-webhook"/);
-    const other = await conn.send('PATCH', PATH);
-    expect(other.headers.allow).toBe('DELETE, GET, POST, PUT');
+    const other = await conn.send('OPTIONS', PATH);
+    expect(other.headers.allow).toBe('DELETE, GET, PATCH, POST, PUT');
   });
 
   it('answers an envelope for a platform-level path too: no plain text anywhere', async () => {

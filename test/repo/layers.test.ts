@@ -23,7 +23,7 @@ function read(dir: string, tree: Tree = new Map()): Tree {
   for (const name of readdirSync(dir)) {
     const path = join(dir, name);
     if (statSync(path).isDirectory()) read(path, tree);
-    else if (path.endsWith('.ts')) tree.set(relative(SRC, path), readFileSync(path, 'utf8'));
+    else if (path.endsWith('.ts') || path.endsWith('.json')) tree.set(relative(SRC, path), readFileSync(path, 'utf8'));
   }
   return tree;
 }
@@ -47,7 +47,9 @@ function importsOf(file: string, text: string): { module: string; target: string
   ].map((m) => m[1] as string);
   return modules.map((module) => ({
     module,
-    target: module.startsWith('.') ? `${relative(SRC, resolve(SRC, dirname(file), module))}.ts` : null,
+    target: module.startsWith('.')
+      ? `${relative(SRC, resolve(SRC, dirname(file), module))}${module.endsWith('.json') ? '' : '.ts'}`
+      : null,
   }));
 }
 

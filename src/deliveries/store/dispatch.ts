@@ -13,6 +13,7 @@ export interface DeliveryToAttempt {
   next_attempt_at: string | null;
   webhook_id: string;
   app_id: string;
+  /** What receivers see as `webhook-id`: the event's message id (a resend's original), else its event_id. */
   event_id: string;
   payload: string;
   url: string | null;
@@ -20,6 +21,8 @@ export interface DeliveryToAttempt {
   secret: string | null;
   previous_secret: string | null;
   previous_secret_until: string | null;
+  /** The webhook's own limit of attempts a second (null: the service's). */
+  rate_limit: number | null;
 }
 
 /** The deliveries of a batch of queue messages, with their events and webhooks, in one statement. */
@@ -27,8 +30,9 @@ export async function loadDeliveries(db: Db, deliveryIds: string[]): Promise<Del
   const { results } = await db
     .prepare(
       `SELECT CAST(d.delivery_id AS TEXT) AS delivery_id, d.status, d.attempts, d.schedule_start, d.queue_gen,
-         d.next_attempt_at, CAST(d.webhook_id AS TEXT) AS webhook_id, d.app_id, e.event_id, e.payload,
-         w.url, w.is_enabled, w.secret, w.previous_secret, w.previous_secret_until
+         d.next_attempt_at, CAST(d.webhook_id AS TEXT) AS webhook_id, d.app_id,
+         COALESCE(e.message_id, e.event_id) AS event_id, e.payload,
+         w.url, w.is_enabled, w.secret, w.previous_secret, w.previous_secret_until, w.rate_limit
        FROM deliveries AS d
        JOIN events AS e ON e.event_id = d.event_id
        LEFT JOIN webhooks AS w ON w.webhook_id = d.webhook_id AND w.app_id = d.app_id

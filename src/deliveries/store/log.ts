@@ -22,7 +22,8 @@ export interface DeliveryRow {
 /** One recorded attempt, as the log shows it. */
 export type AttemptRow = Omit<AttemptRecord, 'delivery_id'>;
 
-const DELIVERY_COLUMNS = `CAST(d.delivery_id AS TEXT) AS delivery_id, d.event_id, e.type, d.status, d.attempts,
+// event_id: what receivers saw as `webhook-id` (a resend shows its original's).
+const DELIVERY_COLUMNS = `CAST(d.delivery_id AS TEXT) AS delivery_id, COALESCE(e.message_id, e.event_id) AS event_id, e.type, d.status, d.attempts,
   d.next_attempt_at, d.last_attempt_at, d.last_status, d.last_error, d.created_at`;
 const OWNED_WEBHOOK = `SELECT 1 FROM webhooks WHERE ${OWNED}`;
 

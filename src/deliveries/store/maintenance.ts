@@ -26,8 +26,10 @@ export async function takeOverdue(db: Db, overdueSince: string, now: string, lim
 
 /**
  * Deletes deliveries created before `before` that have ended, with their attempts, then the events
- * left without deliveries, at most `limit` of each per call; returns how many rows went. A
- * delivery still pending (recovered late in its life) stays until it ends.
+ * left without deliveries, and the hourly counters (delivery_stats) of hours that ended before
+ * `before`'s hour, at most `limit` of each per call; returns how many rows went. A delivery still
+ * pending (recovered late in its life) stays until it ends. Deleting deliveries never touches the
+ * counters (there is no DELETE trigger): the counts of recent hours stay as they are.
  */
 export async function purgeOldDeliveries(db: Db, before: string, limit: number): Promise<number> {
   const old = `SELECT delivery_id FROM deliveries
@@ -41,6 +43,13 @@ export async function purgeOldDeliveries(db: Db, before: string, limit: number):
            SELECT event_id FROM events
            WHERE created_at < ?1 AND NOT EXISTS (SELECT 1 FROM deliveries WHERE deliveries.event_id = events.event_id)
            ORDER BY created_at LIMIT ?2)`,
+      )
+      .bind(before, limit),
+    db
+      .prepare(
+        `DELETE FROM delivery_stats WHERE (webhook_id, hour) IN (
+           SELECT webhook_id, hour FROM delivery_stats
+           WHERE hour < substr(?1, 1, 13) || ':00:00Z' ORDER BY hour LIMIT ?2)`,
       )
       .bind(before, limit),
   ]);

@@ -15,7 +15,8 @@ export const NOW = `strftime('%Y-%m-%dT%H:%M:%fZ', 'now')`;
 // signing secrets are never part of it.
 export const ROW_JSON = `json_object(
     'webhook_id', webhook_id, 'app_id', app_id, 'url', url, 'is_enabled', is_enabled,
-    'event_types', json(event_types), 'created_at', created_at, 'updated_at', updated_at)`;
+    'event_types', json(event_types), 'created_at', created_at, 'updated_at', updated_at,
+    'description', description, 'rate_limit', rate_limit)`;
 
 /** A webhook as the store returns it: the id as decimal text, `is_enabled` as stored (0/1). */
 export interface WebhookRow {
@@ -26,6 +27,9 @@ export interface WebhookRow {
   event_types: string | null;
   created_at: string;
   updated_at: string;
+  /** Null for webhooks from before descriptions, and in rows recorded before them. */
+  description: string | null;
+  rate_limit: number | null;
 }
 
 /**
@@ -39,6 +43,8 @@ const rowColumns = (column: (name: string) => string = (name) => name, prefix = 
     'event_types',
     'created_at',
     'updated_at',
+    'description',
+    'rate_limit',
   ]
     .map((name) => `${column(name)} AS ${prefix}${name}`)
     .join(', ')}`;
@@ -58,6 +64,8 @@ export function prefixed(row: Record<string, unknown>, prefix: string): WebhookR
     event_types: pick('event_types') ?? null,
     created_at: pick('created_at'),
     updated_at: pick('updated_at'),
+    description: pick('description') ?? null,
+    rate_limit: pick('rate_limit') ?? null,
   } as WebhookRow;
 }
 

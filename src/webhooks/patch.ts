@@ -1,0 +1,44 @@
+import type { Context } from 'hono';
+import type { AppEnv } from '../http/app-env';
+import { jsonObject, readJsonBody } from '../http/body';
+import { badInput, conflict, notFound, success } from '../http/envelope';
+import { descriptionField, idField, rateLimitField } from '../http/params';
+import { withD1 } from '../http/storage';
+import { actorOf } from './actor';
+import { eventTypes } from './create';
+import { webhookJson } from './representation';
+import { patchWebhook, type WebhookPatch } from './store/patch';
+import { allowedOrigins, webhookUrl } from './url';
+
+/**
+ * PATCH's input: int64 `webhook_id`, and each of `url` (POST's rules), `event_types` (null: every
+ * type), `rate_limit` (1 to 1,000 or null) and `description` (at most 256 characters or null)
+ * only when the body has it. Other fields are ignored.
+ */
+export function webhookPatch(body: unknown, allowed?: ReadonlySet<string>): { webhookId: string; patch: WebhookPatch } {
+  const fields = jsonObject(body);
+  const webhookId = idField(fields.webhook_id);
+  const patch: WebhookPatch = {};
+  if (Object.hasOwn(fields, 'url')) {
+    if (typeof fields.url !== 'string') throw badInput('url must be a string');
+    patch.url = webhookUrl(fields.url, allowed);
+  }
+  if (Object.hasOwn(fields, 'event_types')) patch.eventTypes = eventTypes(fields.event_types);
+  if (Object.hasOwn(fields, 'rate_limit')) patch.rateLimit = rateLimitField(fields.rate_limit);
+  if (Object.hasOwn(fields, 'description')) patch.description = descriptionField(fields.description);
+  return { webhookId, patch };
+}
+
+/**
+ * PATCH: change the fields given and nothing else. 200 with the webhook as it stands; 409 when
+ * another of the application's webhooks has the new URL; 404 when the application has no such webhook.
+ */
+export async function editWebhook(c: Context<AppEnv>): Promise<Response> {
+  const allowed = allowedOrigins(c.env);
+  const { webhookId, patch } = webhookPatch((await readJsonBody(c.req.raw)).value, allowed);
+  c.set('webhookId', webhookId);
+  const result = await withD1(c, 'first-primary', (db) => patchWebhook(db, webhookId, patch, actorOf(c)));
+  if (result.outcome === 'missing') throw notFound();
+  if (result.outcome === 'duplicate') throw conflict('url is already registered for this application');
+  return success(c, { value: webhookJson(result.webhook) });
+}

@@ -1,0 +1,86 @@
+// PATCH: the fields given changed, and nothing else, with an `update` audit record (the row
+// before) in the same batch, which D1 runs as a transaction. One round trip.
+import type { Db } from '../../platform/d1';
+import { type Actor, AUDIT_COLUMNS, COLUMNS, NOW, OWNED, ROW_JSON, type WebhookRow } from './rows';
+
+/** What a PATCH sets: each field present only when the body gave it (null is a value to set). */
+export interface WebhookPatch {
+  /** Normalised. */
+  url?: string;
+  /** JSON text of the event types; null: every type. */
+  eventTypes?: string | null;
+  rateLimit?: number | null;
+  description?: string | null;
+}
+
+export type PatchOutcome =
+  | { outcome: 'missing' }
+  /** Another of the application's webhooks has the URL: nothing changed. */
+  | { outcome: 'duplicate' }
+  /** The webhook as it stands now; `changed`: this call changed it (and recorded that). */
+  | { outcome: 'patched'; webhook: WebhookRow; changed: boolean };
+
+// ?3 ?5 ?7 ?9: whether url, event_types, rate_limit, description are given; ?4 ?6 ?8 ?10 their values.
+const CHANGES = `((?3 = 1 AND url IS NOT ?4) OR (?5 = 1 AND event_types IS NOT ?6)
+  OR (?7 = 1 AND rate_limit IS NOT ?8) OR (?9 = 1 AND description IS NOT ?10))`;
+// A new URL that another of the application's webhooks has (its own URL is no change).
+const TAKEN = `(?3 = 1 AND url IS NOT ?4 AND EXISTS (
+  SELECT 1 FROM webhooks AS other
+  WHERE other.app_id = ?2 AND other.url = ?4 AND other.webhook_id <> CAST(?1 AS INTEGER)))`;
+
+/**
+ * Changes the fields of `patch` of the application's webhook. The duplicate-URL rule is part of
+ * the updating statement itself (never a read, then a write), so two racing PATCHes cannot give
+ * two webhooks one URL. A field set to what it is changes nothing; when nothing changes, nothing
+ * is recorded and `updated_at` stays. Safe to retry: a retry after a commit finds nothing to change.
+ */
+export async function patchWebhook(
+  db: Db,
+  webhookId: string,
+  patch: WebhookPatch,
+  actor: Actor,
+): Promise<PatchOutcome> {
+  const given = (field: keyof WebhookPatch) => (field in patch ? 1 : 0);
+  const values = [
+    webhookId,
+    actor.appId,
+    given('url'),
+    patch.url ?? null,
+    given('eventTypes'),
+    patch.eventTypes ?? null,
+    given('rateLimit'),
+    patch.rateLimit ?? null,
+    given('description'),
+    patch.description ?? null,
+  ];
+  const [, update, after] = await db.batch<Record<string, unknown>>([
+    db
+      .prepare(
+        `INSERT INTO webhook_audit (${AUDIT_COLUMNS})
+         SELECT webhook_id, app_id, 'update', ${ROW_JSON}, ?2, ?11, ?12
+         FROM webhooks
+         WHERE ${OWNED} AND ${CHANGES} AND NOT ${TAKEN}`,
+      )
+      .bind(...values, actor.jti, actor.requestId),
+    db
+      .prepare(
+        `UPDATE webhooks
+         SET url = CASE WHEN ?3 = 1 THEN ?4 ELSE url END,
+           url_checked = CASE WHEN ?3 = 1 AND url IS NOT ?4 THEN 1 ELSE url_checked END,
+           failing_since = CASE WHEN ?3 = 1 AND url IS NOT ?4 THEN NULL ELSE failing_since END,
+           event_types = CASE WHEN ?5 = 1 THEN ?6 ELSE event_types END,
+           rate_limit = CASE WHEN ?7 = 1 THEN ?8 ELSE rate_limit END,
+           description = CASE WHEN ?9 = 1 THEN ?10 ELSE description END,
+           updated_at = ${NOW}
+         WHERE ${OWNED} AND ${CHANGES} AND NOT ${TAKEN}`,
+      )
+      .bind(...values),
+    db.prepare(`SELECT ${COLUMNS}, ${TAKEN} AS taken FROM webhooks WHERE ${OWNED}`).bind(...values.slice(0, 4)),
+  ]);
+  const row = after?.results[0] as (WebhookRow & { taken: number }) | undefined;
+  if (row === undefined) return { outcome: 'missing' };
+  const changed = update?.meta.changes === 1;
+  if (!changed && row.taken === 1) return { outcome: 'duplicate' };
+  const { taken: _, ...webhook } = row;
+  return { outcome: 'patched', webhook, changed };
+}
