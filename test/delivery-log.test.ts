@@ -91,6 +91,33 @@ describe('GET /v1.0/app/nft/webhook/delivery', () => {
     expect(ok.value.deliveries.map((d) => d.delivery_id).sort()).toEqual(made.slice(0, 2).map(Number).sort());
   });
 
+  it('filters by event type, with status and pages alike; a malformed type is 400', async () => {
+    const app = freshApp();
+    const hook = await registerWebhook(app);
+    const minted = [...(await publishDeliveries(app, 'NEW_NFT')), ...(await publishDeliveries(app, 'NEW_NFT'))];
+    const modified = await publishDeliveries(app, 'MOD_NFT');
+    const headers = bearer(await tokenFor(app));
+    const of = async (query: string) =>
+      (await expectValue<Page>(await readLog(`webhook_id=${hook.id}&${query}`, headers))).value;
+
+    expect((await of('type=NEW_NFT')).deliveries.map((d) => String(d.delivery_id))).toEqual([...minted].reverse());
+    expect((await of('type=MOD_NFT')).deliveries.map((d) => [String(d.delivery_id), d.type])).toEqual(
+      modified.map((id) => [id, 'MOD_NFT']),
+    );
+    const first = await of('type=NEW_NFT&limit=1');
+    expect(first.deliveries.map((d) => String(d.delivery_id))).toEqual([minted[1]]);
+    const second = await of(`type=NEW_NFT&limit=1&cursor=${first.next_cursor}`);
+    expect(second.deliveries.map((d) => String(d.delivery_id))).toEqual([minted[0]]);
+    expect(second.next_cursor).toBeNull();
+    expect((await of('type=NEW_NFT&status=failed')).deliveries).toEqual([]);
+    expect((await of('type=webhook.test')).deliveries).toEqual([]);
+
+    for (const bad of ['type=bad%20type', 'type=', 'type=A&type=B']) {
+      const res = await readLog(`webhook_id=${hook.id}&${bad}`, headers);
+      await expectQueryFail(res, 400);
+    }
+  });
+
   it('answers one delivery with its attempt log, oldest first', async () => {
     const app = freshApp();
     await registerWebhook(app);

@@ -1,4 +1,5 @@
 import type { Context } from 'hono';
+import { isEventType } from '../core/event-types';
 import { DELIVERY_CURSOR } from '../core/pages';
 import type { AppEnv } from '../http/app-env';
 import { badInput, notFound, success } from '../http/envelope';
@@ -16,6 +17,11 @@ export function deliveryPageQuery(query: URLSearchParams): DeliveryPageQuery {
   if (status !== undefined) {
     if (!DELIVERY_STATUSES.includes(status)) throw badInput(`status must be one of ${DELIVERY_STATUSES.join(', ')}`);
     page.status = status;
+  }
+  const type = single(query, 'type');
+  if (type !== undefined) {
+    if (!isEventType(type)) throw badInput('type must be 1 to 64 letters, digits, _ or .');
+    page.type = type;
   }
   return page;
 }

@@ -31,6 +31,8 @@ export interface DeliveryPageQuery {
   /** Only deliveries older than this one (the cursor's); undefined for the first page. */
   before?: string;
   status?: string;
+  /** Only deliveries of events of this type. */
+  type?: string;
   limit: number;
 }
 
@@ -42,7 +44,7 @@ export async function listDeliveries(
   db: Db,
   webhookId: string,
   appId: string,
-  { before, status, limit }: DeliveryPageQuery,
+  { before, status, type, limit }: DeliveryPageQuery,
 ): Promise<Page<DeliveryRow> | null> {
   const [owned, page] = await db.batch<Record<string, unknown>>([
     db.prepare(`SELECT EXISTS (${OWNED_WEBHOOK}) AS found`).bind(webhookId, appId),
@@ -52,11 +54,12 @@ export async function listDeliveries(
          FROM deliveries AS d JOIN events AS e ON e.event_id = d.event_id
          WHERE d.webhook_id = CAST(?1 AS INTEGER) AND d.app_id = ?2
            AND (?3 IS NULL OR d.delivery_id < CAST(?3 AS INTEGER)) AND (?4 IS NULL OR d.status = ?4)
+           AND (?6 IS NULL OR e.type = ?6)
            AND EXISTS (${OWNED_WEBHOOK})
          ORDER BY d.delivery_id DESC
          LIMIT ?5`,
       )
-      .bind(webhookId, appId, before ?? null, status ?? null, limit + 1),
+      .bind(webhookId, appId, before ?? null, status ?? null, limit + 1, type ?? null),
   ]);
   if (owned?.results[0]?.found !== 1) return null;
   const rows = (page?.results ?? []) as unknown as DeliveryRow[];
