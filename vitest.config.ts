@@ -2,6 +2,11 @@ import { readFileSync } from 'node:fs';
 import { cloudflareTest, readD1Migrations } from '@cloudflare/vitest-pool-workers';
 import { defineConfig } from 'vitest/config';
 import { unstable_readConfig, unstable_splitSqlQuery } from 'wrangler';
+import { buildPortal } from './scripts/build-portal.mjs';
+
+// The portal's static assets (wrangler.toml [assets]): the Workers pool serves the folder but runs
+// no [build] command, so it is built here, before either project starts.
+await buildPortal();
 
 // The test database is made by the real migrations (test/setup.ts), as `npm start` and a deploy
 // make theirs; schema.sql, split the way `wrangler d1 execute` splits it, is compared with them.
@@ -42,6 +47,7 @@ const workers = {
           DELIVERY_RETENTION_DAYS: '',
           DELIVERY_REQUEUE_AFTER_SECONDS: '',
           WEBHOOK_URL_ALLOWED_ORIGINS: '',
+          PORTAL_FRAME_ANCESTORS: '',
           TEST_MIGRATIONS: migrations,
           TEST_SCHEMA: schema,
           TEST_RATELIMITS: JSON.stringify(ratelimits),

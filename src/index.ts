@@ -10,6 +10,7 @@ import { discardBody } from './http/body';
 import { bookmarkHeader, Code, envelope, failureReply, requestId, requestIdOf } from './http/envelope';
 import { log } from './http/log';
 import { operationCode, operationOf } from './http/operations';
+import { mountPortal } from './portal/serve';
 import type { AppEnv } from './types';
 import { mountWebhooks } from './webhooks/routes';
 
@@ -23,6 +24,7 @@ app.use(accessLog((method, path) => operationOf(method, path)?.name ?? null));
 mountWebhooks(app);
 mountDeliveries(app);
 mountEvents(app);
+mountPortal(app);
 app.notFound((c) => envelope(404, Code.notFound, requestId(c)));
 app.onError((err, c) => failureReply(err, operationCode(c.req.method, c.req.path), requestId(c), bookmarkHeader(c)));
 
