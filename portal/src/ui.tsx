@@ -51,6 +51,7 @@ export function Dialog({
 }) {
   const ref = useRef<HTMLDialogElement>(null);
   const opener = useRef<Element | null>(null);
+  const id = `dialog-${title.replace(/\W+/g, '-').toLowerCase()}`;
   useEffect(() => {
     const dialog = ref.current;
     if (dialog === null) return;
@@ -67,8 +68,16 @@ export function Dialog({
     }
   }, [open]);
   return (
-    <dialog ref={ref} aria-labelledby="dialog-title" onClose={() => open && onClose()}>
-      <h2 id="dialog-title">{title}</h2>
+    <dialog
+      ref={ref}
+      aria-labelledby={id}
+      // Escape: the page closes it (the close event comes a task later, maybe after it opened again).
+      onCancel={(e: Event) => {
+        e.preventDefault();
+        onClose();
+      }}
+    >
+      <h2 id={id}>{title}</h2>
       {children}
     </dialog>
   );
