@@ -9,10 +9,10 @@
 // scope): they are written to the contract and fail until those exist.
 import { randomBytes } from 'node:crypto';
 import { gzipSync } from 'node:zlib';
-import chromium from '@sparticuz/chromium';
 import { SignJWT } from 'jose';
-import { type Browser, type BrowserContext, type Page, chromium as playwright } from 'playwright-core';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
+import { launchBrowser } from './browser';
 import { PATH, tokenFor } from './client';
 import { type Receiver, startReceiver, until } from './receiver';
 
@@ -20,23 +20,10 @@ const base = inject('baseUrl');
 const TOKEN_KEY = 'nft-webhook-portal.token';
 const HOSTILE = '<script>window.__pwned=1</script><img src=x onerror="window.__pwned=1">';
 
-/**
- * @sparticuz/chromium's arguments, less three made for its serverless use that would change what
- * is tested: --single-process (closing a context ends the whole browser), --disable-web-security
- * (no same-origin policy) and --allow-running-insecure-content.
- */
-export const browserArgs = () =>
-  chromium.args.filter(
-    (a) => !['--single-process', '--disable-web-security', '--allow-running-insecure-content'].includes(a),
-  );
-
 let browser: Browser;
 let receiver: Receiver;
 beforeAll(async () => {
-  [browser, receiver] = await Promise.all([
-    playwright.launch({ executablePath: await chromium.executablePath(), args: browserArgs(), headless: true }),
-    startReceiver(inject('portalReceiverPort')),
-  ]);
+  [browser, receiver] = await Promise.all([launchBrowser(), startReceiver(inject('portalReceiverPort'))]);
 }, 120_000);
 afterAll(async () => {
   await browser?.close();
@@ -179,13 +166,13 @@ describe('the portal in a browser', () => {
     // The service's reason, by the form.
     const alert = page.locator('form').getByRole('alert').filter({ hasText: 'HTTP 400' });
     await alert.waitFor();
-    expect(await alert.innerText()).toBe('url host is not a public address (HTTP 400)');
+    expect(await alert.textContent()).toBe('url host is not a public address (HTTP 400)');
     const url = receiver.url('/add');
     await page.getByRole('textbox', { name: 'Endpoint URL' }).fill(url);
     await button(page, 'Create').click();
     const secret = page.locator('[data-secret]');
     await secret.waitFor();
-    const shown = await secret.innerText();
+    const shown = await secret.textContent();
     expect(shown).toMatch(/^whsec_[A-Za-z0-9+/]{43}=$/);
     await button(page, 'Copy').click();
     await page.getByText('Copied', { exact: true }).waitFor();
@@ -307,13 +294,13 @@ describe('the portal in a browser', () => {
     await openEndpoint(page, receiver.url('/secret'));
     await button(page, 'Show secret').click();
     await page.locator('[data-secret]').waitFor();
-    expect(await page.locator('[data-secret]').innerText()).toBe(secret);
+    expect(await page.locator('[data-secret]').textContent()).toBe(secret);
     await button(page, 'Rotate secret').click();
     const dialog = page.getByRole('dialog', { name: 'Rotate the signing secret?' });
     await dialog.waitFor();
     await dialog.getByRole('button', { name: 'Rotate', exact: true }).click();
     await page.getByText('Secret rotated.').waitFor();
-    const rotated = await page.locator('[data-secret]').innerText();
+    const rotated = await page.locator('[data-secret]').textContent();
     expect(rotated).toMatch(/^whsec_/);
     expect(rotated).not.toBe(secret);
     expect(await page.getByText(/previous secret keeps signing for 24 hours/).count()).toBe(1);
@@ -334,7 +321,7 @@ describe('the portal in a browser', () => {
     const rows = rowsOf(page, 'Deliveries');
     await until(
       'the delivery, succeeded',
-      async () => (await rows.count()) === 1 && (await rows.nth(0).innerText()).includes('succeeded'),
+      async () => (await rows.count()) === 1 && (await rows.nth(0).textContent())?.includes('succeeded'),
       20_000,
     );
     const cells = await rows.nth(0).locator('td').allInnerTexts();
@@ -392,7 +379,7 @@ describe('the portal in a browser', () => {
       'the delivery, failed',
       async () => {
         await button(page, 'Refresh').click();
-        return (await rows.count()) === 1 && (await rows.nth(0).innerText()).includes('failed');
+        return (await rows.count()) === 1 && (await rows.nth(0).textContent())?.includes('failed');
       },
       20_000,
       500,
@@ -413,7 +400,7 @@ describe('the portal in a browser', () => {
       'the delivery, succeeded',
       async () => {
         await button(page, 'Refresh').click();
-        return (await rows.nth(0).innerText()).includes('succeeded');
+        return (await rows.nth(0).textContent())?.includes('succeeded');
       },
       20_000,
       500,
@@ -433,7 +420,7 @@ describe('the portal in a browser', () => {
     await until(
       'the health text',
       async () => {
-        const text = await page.getByRole('region', { name: 'Health' }).innerText();
+        const text = (await page.getByRole('region', { name: 'Health' }).textContent()) ?? '';
         if (text.includes('Last 24 hours: 1 succeeded, 1 failed (50.0%)')) return true;
         await page.reload();
         return false;
@@ -462,8 +449,8 @@ describe('the portal in a browser', () => {
     ]) {
       const section = page.getByRole('region', { name: type, exact: true });
       await section.waitFor({ timeout: 5000 });
-      expect((await section.locator('p').innerText()).length).toBeGreaterThan(0);
-      JSON.parse(await section.locator('pre').innerText());
+      expect((await section.locator('p').textContent())?.length).toBeGreaterThan(0);
+      JSON.parse((await section.locator('pre').textContent()) ?? '');
     }
   });
 
