@@ -88,10 +88,24 @@ export default defineConfig({
         test: {
           name: 'http',
           include: ['test/http/*.test.ts'],
+          exclude: ['test/http/portal*.test.ts'],
           environment: 'node',
           globalSetup: ['./test/http/wrangler-dev.ts'],
           testTimeout: 60_000,
           hookTimeout: 120_000,
+        },
+      },
+      // The application portal in headless Chromium, against a `wrangler dev` of its own started the
+      // same way; after the others (groupOrder), so a browser never competes with their timings.
+      {
+        test: {
+          name: 'browser',
+          include: ['test/http/portal*.test.ts'],
+          environment: 'node',
+          globalSetup: ['./test/http/wrangler-dev.ts'],
+          testTimeout: 60_000,
+          hookTimeout: 120_000,
+          sequence: { groupOrder: 1 },
         },
       },
     ],

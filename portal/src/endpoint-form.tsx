@@ -77,7 +77,11 @@ export function EndpointForm({
       <fieldset>
         <legend>Event types</legend>
         <p class="hint">None ticked: the endpoint receives every type.</p>
-        {catalogError !== null ? <ErrorText error={catalogError} /> : null}
+        {catalogError !== null ? (
+          <ErrorText
+            error={`The event types could not be loaded (${catalogError instanceof Error ? catalogError.message : String(catalogError)}).`}
+          />
+        ) : null}
         {catalog === null && catalogError === null ? <p class="hint">Loading the event types…</p> : null}
         <div class="checks">
           {types.map((t) => (

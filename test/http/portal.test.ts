@@ -1,5 +1,5 @@
-// The application portal in a real browser: headless Chromium (the binary of @sparticuz/chromium,
-// driven by playwright-core) against this project's `wrangler dev`, one journey of CONTRACT §16
+// The application portal in a real browser (the vitest project `browser`): headless Chromium (the
+// binary of @sparticuz/chromium, driven by playwright-core) against its `wrangler dev`, one journey of the portal (docs/portal.md)
 // per test, each with an application of its own. Controls are found by their accessible names
 // (roles and labels), as a screen reader finds them. Every test also checks that the page made no
 // request to another origin, and that no request but the API calls carried the token.
@@ -7,6 +7,7 @@
 // Tests marked `// needs: ...` use API operations that another change builds (PATCH of a webhook,
 // GET .../webhook/stats, POST .../delivery/resend, GET /v1.0/app/nft/event-types, the read-only
 // scope): they are written to the contract and fail until those exist.
+import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { gzipSync } from 'node:zlib';
 import { SignJWT } from 'jose';
@@ -122,6 +123,27 @@ describe('the portal in a browser', () => {
     await page.reload();
     await page.getByRole('heading', { level: 1, name: 'Endpoints' }).waitFor();
     expect(page.url()).toBe(`${base}/portal/`);
+  });
+
+  it("npm run portal -- <app_id> [--read-only] prints a link that opens that application's portal", async () => {
+    const link = (...args: string[]) => {
+      const run = spawnSync('node', ['scripts/portal-link.mjs', ...args, '--base', base], {
+        cwd: new URL('../..', import.meta.url).pathname,
+        encoding: 'utf8',
+        env: { ...process.env, JWT_SECRET: inject('secret'), JWT_APP_CLAIM: 'sub', JWT_ISSUER: '', JWT_AUDIENCE: '' },
+      });
+      expect(run.status, run.stderr).toBe(0);
+      const printed = run.stdout.trim();
+      expect(printed).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/portal\/#token=[\w-]+\.[\w-]+\.[\w-]+$/);
+      return printed.slice(printed.indexOf('#token=') + '#token='.length);
+    };
+    // The seeded demo application (scripts/seed.sql), as in the README's walkthrough.
+    const { page } = await open(link('demo-app-1'));
+    await page.getByRole('link', { name: 'https://demo-app-1.example/hooks/transfers', exact: true }).waitFor();
+    expect(await page.getByText('This link is read-only').count()).toBe(0);
+    const readOnly = await open(link('demo-app-1', '--read-only', '--ttl', '600'));
+    await readOnly.page.getByText('This link is read-only').waitFor();
+    expect(await button(readOnly.page, 'Add endpoint').count()).toBe(0);
   });
 
   it('the first load is script and style of at most 100 KiB gzip, all from this origin', async () => {
