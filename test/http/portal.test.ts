@@ -1,8 +1,9 @@
 // The application portal in a real browser (the vitest project `browser`): headless Chromium (the
-// binary of @sparticuz/chromium, driven by playwright-core) against its `wrangler dev`, one journey of the portal (docs/portal.md)
-// per test, each with an application of its own. Controls are found by their accessible names
-// (roles and labels), as a screen reader finds them. Every test also checks that the page made no
-// request to another origin, and that no request but the API calls carried the token.
+// binary of @sparticuz/chromium, driven by playwright-core) against its `wrangler dev`, one
+// journey of the portal (docs/portal.md) per test, each with an application of its own. Controls
+// are found by their accessible names (roles and labels), as a screen reader finds them. Every
+// test also checks that the page made no request to another origin, and that no request but the
+// API calls carried the token.
 //
 // Tests marked `// needs: ...` use API operations that another change builds (PATCH of a webhook,
 // GET .../webhook/stats, POST .../delivery/resend, GET /v1.0/app/nft/event-types, the read-only
@@ -123,6 +124,11 @@ describe('the portal in a browser', () => {
     await page.reload();
     await page.getByRole('heading', { level: 1, name: 'Endpoints' }).waitFor();
     expect(page.url()).toBe(`${base}/portal/`);
+    // A link to /portal (no slash) is redirected, and the browser keeps the fragment.
+    const other = await open(token, { path: '/portal' });
+    await other.page.getByRole('heading', { level: 1, name: 'Endpoints' }).waitFor();
+    expect(other.page.url()).toBe(`${base}/portal/`);
+    expect(await other.page.evaluate((k) => sessionStorage.getItem(k), TOKEN_KEY)).toBe(token);
   });
 
   it("npm run portal -- <app_id> [--read-only] prints a link that opens that application's portal", async () => {

@@ -126,6 +126,9 @@ export async function startWranglerDev(options: {
       '--env-file',
       options.envFile,
       '--show-interactive-dev-session=false',
+      // The Cron Trigger on request, at /__scheduled: wrangler's /cdn-cgi/handler/scheduled answers
+      // 500 for a Worker with static assets (the portal) before wrangler 4.99 (Node 22).
+      '--test-scheduled',
     ],
     {
       cwd: options.cwd,
