@@ -17,7 +17,7 @@ export function EventTypesPage() {
   return (
     <main>
       <Heading>Event types</Heading>
-      <p>The events your endpoints can receive. Each request's body is the event as shown, signed.</p>
+      <p>The events your endpoints can receive, each with an example of its payload.</p>
       <ErrorText error={error} />
       {(types ?? []).map((t) => (
         <section class="panel event-type" id={t.type} aria-labelledby={`type-${t.type}`}>

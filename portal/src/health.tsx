@@ -20,22 +20,20 @@ const hourFormat = new Intl.DateTimeFormat(undefined, { hour: '2-digit', minute:
 function Chart({ hourly }: { hourly: Stats['hourly'] }) {
   const width = 480;
   const height = 120;
-  const axis = 16;
   const slot = width / 24;
   const max = Math.max(1, ...hourly.map((h) => h.succeeded + h.failed));
-  const scale = (n: number) => ((height - axis) * n) / max;
+  const scale = (n: number) => (height * n) / max;
   return (
     <figure class="chart">
       <svg viewBox={`0 0 ${width} ${height}`} role="img" aria-labelledby="chart-title" preserveAspectRatio="none">
         <title id="chart-title">
           Deliveries per hour over the last 24 hours, succeeded and failed; the busiest hour had {String(max)}.
         </title>
-        <line x1="0" y1={height - axis} x2={width} y2={height - axis} class="axis" />
         {hourly.map((h, i) => {
           const ok = scale(h.succeeded);
           const bad = scale(h.failed);
           const x = i * slot + 2;
-          const base = height - axis;
+          const base = height;
           const at = new Date(h.hour);
           const label = Number.isNaN(at.getTime()) ? h.hour : hourFormat.format(at);
           return (
@@ -43,15 +41,18 @@ function Chart({ hourly }: { hourly: Stats['hourly'] }) {
               <title>{`${label}: ${h.succeeded} succeeded, ${h.failed} failed`}</title>
               <rect x={x} y={base - ok} width={slot - 4} height={ok} class="ok" />
               <rect x={x} y={base - ok - bad} width={slot - 4} height={bad} class="bad" />
-              {i % 6 === 0 ? (
-                <text x={x} y={height - 3} class="tick">
-                  {label}
-                </text>
-              ) : null}
             </g>
           );
         })}
       </svg>
+      <div class="ticks" aria-hidden="true">
+        {hourly
+          .filter((_, i) => i % 6 === 0)
+          .map((h) => {
+            const at = new Date(h.hour);
+            return <span>{Number.isNaN(at.getTime()) ? h.hour : hourFormat.format(at)}</span>;
+          })}
+      </div>
       <figcaption>
         <span class="key ok" /> succeeded <span class="key bad" /> failed, per hour (your time zone)
       </figcaption>
