@@ -151,7 +151,10 @@ export async function startWranglerDev(options: {
   // goes with it.
   const onExit = () => signal('SIGKILL');
   process.once('exit', onExit);
+  // Output that comes once stopping has begun is not written (the log's folder may be gone).
+  let stopping = false;
   const stop = async () => {
+    stopping = true;
     if (child.exitCode === null && child.signalCode === null) {
       const exited = new Promise((resolve) => child.once('exit', resolve));
       signal('SIGTERM');
@@ -166,7 +169,7 @@ export async function startWranglerDev(options: {
       const timer = setTimeout(() => reject(new Error(`wrangler dev did not start:\n${output}`)), 60_000);
       const watch = (chunk: Buffer) => {
         output += chunk.toString();
-        if (options.logFile !== undefined) writeFileSync(options.logFile, output);
+        if (options.logFile !== undefined && !stopping) writeFileSync(options.logFile, output);
         if (output.includes('Ready on')) {
           clearTimeout(timer);
           resolve();
