@@ -2,6 +2,11 @@ import { readFileSync } from 'node:fs';
 import { cloudflareTest, readD1Migrations } from '@cloudflare/vitest-pool-workers';
 import { defineConfig } from 'vitest/config';
 import { unstable_readConfig, unstable_splitSqlQuery } from 'wrangler';
+import { buildPortal } from './scripts/build-portal.mjs';
+
+// The portal's static assets (wrangler.toml [assets]): the Workers pool serves the folder but runs
+// no [build] command, so it is built here, before either project starts.
+await buildPortal();
 
 // The test database is made by the real migrations (test/setup.ts), as `npm start` and a deploy
 // make theirs; schema.sql, split the way `wrangler d1 execute` splits it, is compared with them.
@@ -43,6 +48,7 @@ const workers = {
           DELIVERY_REQUEUE_AFTER_SECONDS: '',
           ENDPOINT_RATE_LIMIT: '',
           WEBHOOK_URL_ALLOWED_ORIGINS: '',
+          PORTAL_FRAME_ANCESTORS: '',
           TEST_MIGRATIONS: migrations,
           TEST_SCHEMA: schema,
           TEST_RATELIMITS: JSON.stringify(ratelimits),
@@ -87,10 +93,24 @@ export default defineConfig({
         test: {
           name: 'http',
           include: ['test/http/*.test.ts'],
+          exclude: ['test/http/portal*.test.ts'],
           environment: 'node',
           globalSetup: ['./test/http/wrangler-dev.ts'],
           testTimeout: 60_000,
           hookTimeout: 120_000,
+        },
+      },
+      // The application portal in headless Chromium, against a `wrangler dev` of its own started the
+      // same way; after the others (groupOrder), so a browser never competes with their timings.
+      {
+        test: {
+          name: 'browser',
+          include: ['test/http/portal*.test.ts'],
+          environment: 'node',
+          globalSetup: ['./test/http/wrangler-dev.ts'],
+          testTimeout: 60_000,
+          hookTimeout: 120_000,
+          sequence: { groupOrder: 1 },
         },
       },
     ],

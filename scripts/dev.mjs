@@ -1,7 +1,9 @@
-// `npm start` (after scripts/local-setup.mjs): runs `wrangler dev` and, while it runs, the Cron
-// Trigger at the start of every minute, as production does (`wrangler dev` never fires scheduled
-// handlers by itself: this calls its GET /cdn-cgi/handler/scheduled). Arguments go to wrangler dev
-// (`npm start -- --port 8788`). Ctrl-C stops both.
+// `npm start` (after scripts/local-setup.mjs): runs `wrangler dev --test-scheduled` and, while it
+// runs, the Cron Trigger at the start of every minute, as production does (`wrangler dev` never
+// fires scheduled handlers by itself: this calls its GET /__scheduled; wrangler's usual
+// /cdn-cgi/handler/scheduled answers 500 locally for a Worker with static assets, a bug of the
+// wrangler this project pins). Arguments go to wrangler dev (`npm start -- --port 8788`). Ctrl-C
+// stops both.
 //
 // workerd reports a failed DNS lookup (the demo webhooks' hosts do not exist) itself: three
 // ERROR blocks with a 16-frame native stack per attempt, then `Uncaught Error: internal error`
@@ -31,7 +33,7 @@ const [command, ...prefix] = process.env.DEV_WRANGLER
   ? [process.env.DEV_WRANGLER]
   : [process.execPath, new URL('../node_modules/wrangler/bin/wrangler.js', import.meta.url).pathname];
 const raw = process.env.RAW_LOGS === '1';
-const child = spawn(command, [...prefix, 'dev', ...args], {
+const child = spawn(command, [...prefix, 'dev', '--test-scheduled', ...args], {
   stdio: ['inherit', 'inherit', raw ? 'inherit' : 'pipe'],
   env: { ...process.env, WRANGLER_SEND_METRICS: process.env.WRANGLER_SEND_METRICS ?? 'false' },
 });
@@ -65,7 +67,7 @@ if (!raw) {
 }
 
 // ---- the Cron Trigger, at the start of every minute --------------------------------------------
-const url = `http://${host.includes(':') ? `[${host}]` : host}:${port}/cdn-cgi/handler/scheduled?cron=${encodeURIComponent(CRON)}`;
+const url = `http://${host.includes(':') ? `[${host}]` : host}:${port}/__scheduled?cron=${encodeURIComponent(CRON)}`;
 let timer;
 async function tick() {
   try {

@@ -1,8 +1,7 @@
 // Prints an access token for local calls, signed with .dev.vars' JWT_SECRET.
 // Usage: npm run token -- <app_id> [--ttl <seconds>] [--jti <id>] [--scope <scopes>]
 // A platform service that publishes events needs `--scope events:publish`.
-import { SignJWT } from 'jose';
-import { readDevVars } from './dev-vars.mjs';
+import { signToken } from './sign-token.mjs';
 
 const USAGE = 'Usage: npm run token -- <app_id> [--ttl <seconds>] [--jti <id>] [--scope <scopes>]';
 const args = process.argv.slice(2);
@@ -24,23 +23,11 @@ const ttl = Number(option('--ttl') ?? 3600);
 const jti = option('--jti');
 const scope = option('--scope');
 const appId = args[0];
-const vars = { ...readDevVars(), ...process.env };
 
 // Anything left that looks like an option (a misspelt one, or a value missing) is not an app_id.
 if (bad || !appId || appId.startsWith('-') || args.length > 1 || !Number.isInteger(ttl) || ttl <= 0) {
   console.error(USAGE);
   process.exit(2);
 }
-if (!vars.JWT_SECRET) {
-  console.error('No JWT_SECRET in .dev.vars (or the environment): run `npm start` once to create it.');
-  process.exit(1);
-}
 
-const jwt = new SignJWT({ [vars.JWT_APP_CLAIM || 'sub']: appId, ...(scope ? { scope } : {}) })
-  .setProtectedHeader({ alg: 'HS256', typ: 'JWT' })
-  .setIssuedAt()
-  .setExpirationTime(`${ttl}s`);
-if (vars.JWT_ISSUER) jwt.setIssuer(vars.JWT_ISSUER);
-if (vars.JWT_AUDIENCE) jwt.setAudience(vars.JWT_AUDIENCE);
-if (jti) jwt.setJti(jti);
-console.log(await jwt.sign(new TextEncoder().encode(vars.JWT_SECRET)));
+console.log(await signToken(appId, { ttl, jti, scope }));

@@ -7,6 +7,7 @@ import { accessLog } from './http/access-log';
 import type { AppEnv } from './http/app-env';
 import { bookmarkHeader, Code, envelope, failureReply, requestId } from './http/envelope';
 import { operationCode, operationOf } from './http/operations';
+import { mountPortal } from './portal/serve';
 import { mountWebhooks } from './webhooks/routes';
 
 // RegExpRouter: strict paths (`/v1.0/app/nft/webhook/` is another, unknown path), which Hono's
@@ -17,5 +18,6 @@ app.use(accessLog((method, path) => operationOf(method, path)?.name ?? null));
 mountWebhooks(app);
 mountDeliveries(app);
 mountEvents(app);
+mountPortal(app);
 app.notFound((c) => envelope(404, Code.notFound, requestId(c)));
 app.onError((err, c) => failureReply(err, operationCode(c.req.method, c.req.path), requestId(c), bookmarkHeader(c)));

@@ -323,7 +323,7 @@ describe.concurrent('deliveries over real HTTP: wrangler dev, its local queues, 
   });
 });
 
-describe('the Cron Trigger over HTTP (GET /cdn-cgi/handler/scheduled)', () => {
+describe('the Cron Trigger over HTTP (GET /__scheduled, wrangler dev --test-scheduled)', () => {
   it('queues a delivery whose message was lost again, and only overdue pending ones', async () => {
     const app = appOf('cron');
     const { id: webhookId, secret } = await register(app, '/cron');
@@ -354,7 +354,7 @@ describe('the Cron Trigger over HTTP (GET /cdn-cgi/handler/scheduled)', () => {
     await sleep(GRACE_MS);
     expect(receiver.requests('/cron')).toEqual([]);
 
-    const res = await fetch(`${base}/cdn-cgi/handler/scheduled`);
+    const res = await fetch(`${base}/__scheduled`);
     expect(res.status, await res.text()).toBe(200);
 
     const [request] = await receiver.waitFor('/cron', 1);

@@ -82,13 +82,13 @@ describe('npm start (scripts/dev.mjs)', () => {
       stderr += c.toString();
     });
     const calls = () => readFileSync(log, 'utf8').split('\n');
-    const scheduled = () => calls().filter((l) => l.startsWith('GET /cdn-cgi/handler/scheduled')).length;
+    const scheduled = () => calls().filter((l) => l.startsWith('GET /__scheduled')).length;
     await until(
       () => `two Cron Trigger calls:\n${calls().join('\n')}\n${stdout}\n${stderr}`,
       () => scheduled() >= 2,
     );
-    expect(calls()[0]).toBe(`argv ${JSON.stringify(['dev', '--port', String(port), '--local'])}`);
-    expect(calls()).toContain('GET /cdn-cgi/handler/scheduled?cron=*%20*%20*%20*%20*');
+    expect(calls()[0]).toBe(`argv ${JSON.stringify(['dev', '--test-scheduled', '--port', String(port), '--local'])}`);
+    expect(calls()).toContain('GET /__scheduled?cron=*%20*%20*%20*%20*');
     expect(stdout).toContain('[npm start] the Cron Trigger runs every 1 s');
     expect(stdout).toContain('"msg":"delivery attempt"');
     // workerd's blocks, and the Uncaught Error naming one of them, are gone; other errors stay.

@@ -14,10 +14,11 @@ export interface Received {
   abandoned: boolean;
 }
 
-/** How to answer: a status, headers, and how long to wait first. */
+/** How to answer: a status, headers, a body, and how long to wait first. */
 export interface Answer {
   status: number;
   headers?: Record<string, string>;
+  body?: string;
   delayMs?: number;
 }
 
@@ -76,7 +77,7 @@ export async function startReceiver(port: number) {
         if (!res.writableFinished) request.abandoned = true;
       });
       const send = () => {
-        if (!res.destroyed) res.writeHead(answer.status, answer.headers).end();
+        if (!res.destroyed) res.writeHead(answer.status, answer.headers).end(answer.body);
       };
       if (answer.delayMs) setTimeout(send, answer.delayMs);
       else send();

@@ -1,8 +1,9 @@
 // Global setup of the `http` test project: the real Worker under `wrangler dev`, on a free
 // loopback port, with a local D1 of its own (in a temporary folder) made by the real migrations
 // and seeded like `npm start`'s, its local queues and its Cron Trigger (run on request). Webhooks
-// may point at two local receivers: one a test starts on `receiverPort` (free, chosen here, before
-// wrangler starts), and the README's `npm run receiver` on 8790. Everything it starts is stopped in
+// may point at three local receivers: those the tests start on `receiverPort` and
+// `portalReceiverPort` (free, chosen here, before wrangler starts), and the README's
+// `npm run receiver` on 8790. Everything it starts is stopped in
 // teardown.
 import { type ChildProcess, execFile, spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -24,6 +25,8 @@ declare module 'vitest' {
     logFile: string;
     /** A free loopback port whose origin webhooks may point at: a test's own receiver listens there. */
     receiverPort: number;
+    /** Another such port, for the portal's browser tests (test files run at once: one receiver each). */
+    portalReceiverPort: number;
   }
 }
 
@@ -123,6 +126,9 @@ export async function startWranglerDev(options: {
       '--env-file',
       options.envFile,
       '--show-interactive-dev-session=false',
+      // The Cron Trigger on request, at /__scheduled: wrangler's /cdn-cgi/handler/scheduled answers
+      // 500 for a Worker with static assets (the portal) before wrangler 4.99 (Node 22).
+      '--test-scheduled',
     ],
     {
       cwd: options.cwd,
@@ -188,7 +194,10 @@ export default async function setup(project: TestProject) {
   const persistTo = join(folder, 'state');
   const secret = randomBytes(32).toString('base64url');
   const receiverPort = await freePort();
-  const allowedOrigins = [receiverPort, README_RECEIVER_PORT].map((p) => `http://127.0.0.1:${p}`).join(' ');
+  const portalReceiverPort = await freePort();
+  const allowedOrigins = [receiverPort, portalReceiverPort, README_RECEIVER_PORT]
+    .map((p) => `http://127.0.0.1:${p}`)
+    .join(' ');
   // Every setting is given here, so a developer's .dev.vars cannot change the tests.
   const envFile = join(folder, 'test.vars');
   writeFileSync(
@@ -208,6 +217,7 @@ export default async function setup(project: TestProject) {
       // Empty: the Worker's defaults (120 hours, 30 days).
       'AUTO_DISABLE_AFTER_HOURS=',
       'DELIVERY_RETENTION_DAYS=',
+      'PORTAL_FRAME_ANCESTORS=',
       '',
     ].join('\n'),
   );
@@ -222,6 +232,7 @@ export default async function setup(project: TestProject) {
   project.provide('persistTo', persistTo);
   project.provide('logFile', logFile);
   project.provide('receiverPort', receiverPort);
+  project.provide('portalReceiverPort', portalReceiverPort);
   return teardown;
 }
 

@@ -7,6 +7,7 @@
 //   webhooks/   the webhook operations, their store, URL rules and signing secrets
 //   events/     events in: publishing, the events queue, the fan-out
 //   deliveries/ from an event to the receivers: the consumer, attempts, the log, recovery
+//   portal/     serving the application portal's static files with their security headers
 //   src/*.ts    the app, the Cron Trigger, the Worker's entry point
 // Inside a folder, `store/` (SQL only) never imports the handlers beside it.
 import { readdirSync, readFileSync, statSync } from 'node:fs';
@@ -14,7 +15,7 @@ import { dirname, join, relative, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 
 const SRC = resolve(__dirname, '../../src');
-const LAYERS = ['core', 'platform', 'http', 'auth', 'webhooks', 'events', 'deliveries', '.'];
+const LAYERS = ['core', 'platform', 'http', 'auth', 'webhooks', 'events', 'deliveries', 'portal', '.'];
 
 /** Source files by their path relative to src/ (`webhooks/store/rows.ts`), with their text. */
 type Tree = Map<string, string>;

@@ -1,0 +1,211 @@
+// The portal's client of this service's JSON API: the token from the link, the calls (same origin
+// only, the token as Authorization: Bearer), exact int64 ids, and the service's reasons.
+
+const TOKEN_KEY = 'nft-webhook-portal.token';
+
+/**
+ * Takes the token from the link (`#token=...`) at once: it goes to sessionStorage, and the address
+ * bar (and this history entry) loses the fragment. Returns the token of this tab, if any.
+ */
+export function takeToken(): string | null {
+  const match = /^#(?:.*&)?token=([^&]*)/.exec(location.hash);
+  if (match) {
+    history.replaceState(history.state, '', location.pathname + location.search);
+    const token = decodeURIComponent(match[1] as string).trim();
+    if (token !== '') sessionStorage.setItem(TOKEN_KEY, token);
+  }
+  return sessionStorage.getItem(TOKEN_KEY);
+}
+
+let token: string | null = null;
+let onExpired: () => void = () => {};
+/** The latest X-D1-Bookmark the service sent: GETs send it back, so they read the page's own writes. */
+let bookmark: string | null = null;
+
+export function useToken(value: string | null, expired: () => void) {
+  token = value;
+  onExpired = expired;
+}
+
+export interface Claims {
+  app: string | null;
+  readOnly: boolean;
+  expires: Date | null;
+}
+
+/**
+ * What the page shows depends on the token's claims, read here without verifying them (the
+ * service verifies every call): read-only when `scope` names webhooks:read and not webhooks:write.
+ */
+export function claimsOf(jwt: string): Claims {
+  try {
+    const part = (jwt.split('.')[1] ?? '').replace(/-/g, '+').replace(/_/g, '/');
+    const bytes = Uint8Array.from(atob(part.padEnd(Math.ceil(part.length / 4) * 4, '=')), (c) => c.charCodeAt(0));
+    const claims = JSON.parse(new TextDecoder().decode(bytes)) as Record<string, unknown>;
+    const scope = typeof claims.scope === 'string' ? claims.scope.split(' ') : [];
+    return {
+      app: typeof claims.sub === 'string' ? claims.sub : null,
+      readOnly: scope.includes('webhooks:read') && !scope.includes('webhooks:write'),
+      expires: typeof claims.exp === 'number' ? new Date(claims.exp * 1000) : null,
+    };
+  } catch {
+    return { app: null, readOnly: false, expires: null };
+  }
+}
+
+/** Keys whose integer values are int64 ids: kept as strings, with their exact digits. */
+const ID_KEYS = new Set(['webhook_id', 'delivery_id']);
+// A JSON string (so nothing inside one is ever touched), or a key with its integer value.
+const TOKENS = /"(?:[^"\\]|\\.)*"(?:\s*:\s*(-?\d+)(?=\s*[,}]))?/g;
+
+/**
+ * JSON.parse, with the ids' integers turned into strings first: 2^53 + 1 stays 9007199254740993
+ * (a double would round it). Strings in the text are skipped whole, so no text is changed.
+ */
+export function parseJson(text: string): unknown {
+  const exact = text.replace(TOKENS, (match: string, digits: string | undefined) => {
+    if (digits === undefined) return match;
+    const key = match.slice(0, match.indexOf('"', 1) + 1);
+    return ID_KEYS.has(JSON.parse(key) as string) ? match.replace(/-?\d+$/, `"${digits}"`) : match;
+  });
+  return JSON.parse(exact);
+}
+
+/** JSON.stringify, with the ids (decimal strings) written back as JSON integers. */
+export function stringifyJson(value: unknown): string {
+  return JSON.stringify(value).replace(/"(webhook_id|delivery_id)":"(\d{1,19})"/g, '"$1":$2');
+}
+
+/** A call the service refused (or that did not reach it). */
+export class ApiError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: number | null,
+    /** The service's reason: X-Error-Detail, else the envelope's message. */
+    readonly reason: string,
+  ) {
+    super(status === 0 ? reason : `${reason} (HTTP ${status})`);
+  }
+}
+
+type Query = Record<string, string | undefined>;
+
+interface Envelope {
+  return?: number;
+  message?: string;
+  value?: unknown;
+}
+
+/** The reply's envelope; null when it is not one (the status then says what happened). */
+function envelopeOf(text: string): Envelope | null {
+  try {
+    const value = parseJson(text);
+    return typeof value === 'object' && value !== null ? (value as Envelope) : null;
+  } catch {
+    return null;
+  }
+}
+
+/** One call to this service's API; the envelope's `value`. A 401 means the link has expired. */
+export async function call<T>(method: string, path: string, { query, body }: { query?: Query; body?: unknown } = {}) {
+  const headers: Record<string, string> = {};
+  if (token !== null) headers.authorization = `Bearer ${token}`;
+  if (body !== undefined) headers['content-type'] = 'application/json';
+  if (method === 'GET' && bookmark !== null) headers['x-d1-bookmark'] = bookmark;
+  const params = new URLSearchParams();
+  for (const [k, v] of Object.entries(query ?? {})) if (v !== undefined && v !== '') params.set(k, v);
+  const search = params.toString() === '' ? '' : `?${params}`;
+  let res: Response;
+  try {
+    // A path, never a URL: the call goes to this origin only.
+    res = await fetch(`/v1.0/app/nft/${path}${search}`, {
+      method,
+      headers,
+      body: body === undefined ? undefined : stringifyJson(body),
+      credentials: 'omit',
+      cache: 'no-store',
+      referrerPolicy: 'no-referrer',
+    });
+  } catch {
+    throw new ApiError(0, null, 'The service could not be reached. Check your connection and try again.');
+  }
+  const mark = res.headers.get('x-d1-bookmark');
+  if (mark !== null) bookmark = mark;
+  const text = await res.text();
+  const envelope = envelopeOf(text);
+  if (res.status === 401) onExpired();
+  if (!res.ok || envelope?.return !== 0) {
+    const reason = res.headers.get('x-error-detail') ?? envelope?.message ?? res.statusText ?? 'failed';
+    throw new ApiError(res.status, typeof envelope?.return === 'number' ? envelope.return : null, reason);
+  }
+  return envelope.value as T;
+}
+
+export interface Webhook {
+  webhook_id: string;
+  url: string;
+  is_enabled: boolean;
+  event_types: string[] | null;
+  description?: string | null;
+  rate_limit?: number | null;
+  created_at: string;
+  updated_at: string;
+  secret?: string;
+}
+
+export interface Delivery {
+  delivery_id: string;
+  event_id: string;
+  type: string;
+  status: 'pending' | 'succeeded' | 'failed' | 'cancelled';
+  attempts: number;
+  next_attempt_at: string | null;
+  last_attempt_at: string | null;
+  last_status: number | null;
+  last_error: string | null;
+  created_at: string;
+  attempt_log?: Attempt[];
+}
+
+export interface Attempt {
+  attempt: number;
+  attempted_at: string;
+  status: number | null;
+  error: string | null;
+  duration_ms: number;
+  body: string | null;
+}
+
+export interface Counts {
+  succeeded: number;
+  failed: number;
+  pending: number;
+  cancelled: number;
+  attempts: number;
+}
+
+export interface Stats {
+  webhook_id: string;
+  last_24h: Counts;
+  last_7d: Counts;
+  hourly: { hour: string; succeeded: number; failed: number }[];
+}
+
+export interface EventType {
+  type: string;
+  description: string;
+  example: unknown;
+}
+
+let catalog: Promise<EventType[]> | undefined;
+/** The event catalog, read once per page load (again after a failure). */
+export function eventTypes(): Promise<EventType[]> {
+  catalog ??= call<{ event_types: EventType[] }>('GET', 'event-types').then(
+    (v) => v.event_types,
+    (err) => {
+      catalog = undefined;
+      throw err;
+    },
+  );
+  return catalog;
+}

@@ -1,0 +1,127 @@
+// One delivery: its state, the table "Attempts" (each response body as text), copying its event
+// id, and Resend.
+import { useEffect, useState } from 'hono/jsx/dom';
+import { call, type Delivery } from './api';
+import { outcome } from './endpoint';
+import { paths } from './router';
+import { CopyButton, ErrorText, Heading, Link, Notice, Time } from './ui';
+
+export function DeliveryPage({ id, delivery, readOnly }: { id: string; delivery: string; readOnly: boolean }) {
+  const [value, setValue] = useState<Delivery | null>(null);
+  const [error, setError] = useState<unknown>(null);
+  const [notice, setNotice] = useState<{ text: string; delivery: string } | null>(null);
+  const [actionError, setActionError] = useState<unknown>(null);
+  const [refresh, setRefresh] = useState(0);
+
+  useEffect(() => {
+    call<Delivery>('GET', 'webhook/delivery', { query: { delivery_id: delivery } }).then((d) => {
+      setValue(d);
+      setError(null);
+    }, setError);
+  }, [delivery, refresh]);
+  // While it is pending, the page looks again every 2 seconds.
+  useEffect(() => {
+    if (value?.status !== 'pending') return;
+    const timer = setTimeout(() => setRefresh((n) => n + 1), 2000);
+    return () => clearTimeout(timer);
+  }, [value]);
+
+  const resend = async () => {
+    setActionError(null);
+    setNotice(null);
+    try {
+      const sent = await call<{ delivery_id: string }>('POST', 'webhook/delivery/resend', {
+        body: { delivery_id: delivery },
+      });
+      setNotice({ text: 'Resent as a new delivery.', delivery: sent.delivery_id });
+    } catch (err) {
+      setActionError(err);
+    }
+  };
+
+  return (
+    <main>
+      <p class="crumbs">
+        <Link href={paths.endpoints}>All endpoints</Link> › <Link href={paths.endpoint(id)}>Endpoint</Link>
+      </p>
+      <Heading>Delivery</Heading>
+      <ErrorText error={error} />
+      {value ? (
+        <>
+          <dl class="facts">
+            <dt>Status</dt>
+            <dd>
+              <span class={`badge ${value.status}`}>{value.status}</span>
+            </dd>
+            <dt>Event type</dt>
+            <dd>
+              <Link href={`${paths.eventTypes}#${encodeURIComponent(value.type)}`}>
+                <code>{value.type}</code>
+              </Link>
+            </dd>
+            <dt>Event id</dt>
+            <dd>
+              <code>{value.event_id}</code> <CopyButton text={value.event_id} label="Copy event id" />
+            </dd>
+            <dt>Attempts</dt>
+            <dd>{value.attempts}</dd>
+            <dt>Created</dt>
+            <dd>
+              <Time iso={value.created_at} />
+            </dd>
+            <dt>Next attempt</dt>
+            <dd>
+              <Time iso={value.next_attempt_at} />
+            </dd>
+          </dl>
+          {readOnly ? null : (
+            <div class="actions">
+              <button type="button" onClick={resend}>
+                Resend
+              </button>
+            </div>
+          )}
+          {notice ? (
+            <p role="status" class="notice">
+              {notice.text} <Link href={paths.delivery(id, notice.delivery)}>Open the new delivery</Link>
+            </p>
+          ) : null}
+          <ErrorText error={actionError} />
+          <h2>Attempts</h2>
+          <div class="scroll">
+            <table aria-label="Attempts">
+              <thead>
+                <tr>
+                  <th scope="col">#</th>
+                  <th scope="col">Time</th>
+                  <th scope="col">Result</th>
+                  <th scope="col">Duration</th>
+                  <th scope="col">Response body</th>
+                </tr>
+              </thead>
+              <tbody>
+                {(value.attempt_log ?? []).map((a) => (
+                  <tr>
+                    <td>{a.attempt}</td>
+                    <td>
+                      <Time iso={a.attempted_at} />
+                    </td>
+                    <td>{outcome(a.status, a.error)}</td>
+                    <td>{`${a.duration_ms} ms`}</td>
+                    <td>
+                      <pre class="body">{a.body ?? ''}</pre>
+                    </td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </div>
+          {(value.attempt_log ?? []).length === 0 ? <p>No attempt yet.</p> : null}
+          {value.status === 'pending' ? <Notice text="Pending: this page looks again every 2 seconds." /> : null}
+        </>
+      ) : error === null ? (
+        <p class="hint">Loading…</p>
+      ) : null}
+    </main>
+  );
+}

@@ -1,0 +1,112 @@
+// The form that adds an endpoint (Create) or edits one (Save): URL, description, event types
+// (one checkbox per type of the catalog; none ticked: every type) and rate limit.
+import { useEffect, useState } from 'hono/jsx/dom';
+import { ApiError, type EventType, eventTypes, type Webhook } from './api';
+import { ErrorText } from './ui';
+
+export interface EndpointFields {
+  url: string;
+  description: string | null;
+  event_types: string[] | null;
+  rate_limit: number | null;
+}
+
+export function EndpointForm({
+  initial,
+  submitLabel,
+  onSubmit,
+  onCancel,
+}: {
+  initial?: Webhook;
+  submitLabel: 'Create' | 'Save';
+  onSubmit: (fields: EndpointFields) => Promise<void>;
+  onCancel?: () => void;
+}) {
+  const [catalog, setCatalog] = useState<EventType[] | null>(null);
+  const [catalogError, setCatalogError] = useState<unknown>(null);
+  const [error, setError] = useState<unknown>(null);
+  const [busy, setBusy] = useState(false);
+  useEffect(() => {
+    eventTypes().then(setCatalog, setCatalogError);
+  }, []);
+  // Types the endpoint has but the catalog does not list stay choosable.
+  const types = [...(catalog ?? []).map((t) => t.type)];
+  for (const t of initial?.event_types ?? []) if (!types.includes(t)) types.push(t);
+  const ticked = new Set(initial?.event_types ?? []);
+
+  const submit = async (e: Event) => {
+    e.preventDefault();
+    const form = new FormData(e.target as HTMLFormElement);
+    const chosen = form.getAll('event_types').map(String);
+    const rate = String(form.get('rate_limit') ?? '').trim();
+    const description = String(form.get('description') ?? '').trim();
+    setBusy(true);
+    setError(null);
+    try {
+      await onSubmit({
+        url: String(form.get('url') ?? '').trim(),
+        description: description === '' ? null : description,
+        event_types: chosen.length === 0 ? null : chosen,
+        rate_limit: rate === '' ? null : Number(rate),
+      });
+    } catch (err) {
+      setError(err instanceof ApiError ? err : new Error(String(err)));
+    } finally {
+      setBusy(false);
+    }
+  };
+
+  return (
+    <form class="endpoint-form" onSubmit={submit}>
+      <label>
+        Endpoint URL
+        <input
+          name="url"
+          type="url"
+          required
+          maxLength={2048}
+          placeholder="https://example.com/webhooks"
+          value={initial?.url ?? ''}
+          autocomplete="off"
+        />
+      </label>
+      <label>
+        Description
+        <input name="description" type="text" maxLength={256} value={initial?.description ?? ''} autocomplete="off" />
+      </label>
+      <fieldset>
+        <legend>Event types</legend>
+        <p class="hint">None ticked: the endpoint receives every type.</p>
+        {catalogError !== null ? (
+          <ErrorText
+            error={`The event types could not be loaded (${catalogError instanceof Error ? catalogError.message : String(catalogError)}).`}
+          />
+        ) : null}
+        {catalog === null && catalogError === null ? <p class="hint">Loading the event types…</p> : null}
+        <div class="checks">
+          {types.map((t) => (
+            <label class="check">
+              <input type="checkbox" name="event_types" value={t} checked={ticked.has(t)} /> <code>{t}</code>
+            </label>
+          ))}
+        </div>
+      </fieldset>
+      <label>
+        Rate limit
+        <input name="rate_limit" type="number" min={1} max={1000} step={1} value={initial?.rate_limit ?? ''} />
+        <span class="hint">Deliveries per second at most (1 to 1,000); empty: the service's own limit.</span>
+      </label>
+      <ErrorText error={error} />
+      <div class="actions">
+        <button type="submit" class="primary" disabled={busy}>
+          {submitLabel}
+        </button>
+        {onCancel ? (
+          <button type="button" onClick={onCancel}>
+            Cancel
+          </button>
+        ) : null}
+      </div>
+    </form>
+  );
+}

@@ -1,0 +1,124 @@
+// The endpoints page: the table "Endpoints" (Load more for later pages) and "Add endpoint".
+import { useEffect, useState } from 'hono/jsx/dom';
+import { call, type Webhook } from './api';
+import { type EndpointFields, EndpointForm } from './endpoint-form';
+import { paths } from './router';
+import { ErrorText, Heading, Link, Notice, Secret, Time } from './ui';
+
+interface Page {
+  webhooks: Webhook[];
+  next_cursor: string | null;
+}
+
+export const eventTypesText = (types: string[] | null | undefined) =>
+  types === null || types === undefined || types.length === 0 ? 'All' : types.join(', ');
+
+export function EndpointsPage({ readOnly, notice }: { readOnly: boolean; notice: string }) {
+  const [rows, setRows] = useState<Webhook[]>([]);
+  const [cursor, setCursor] = useState<string | null>(null);
+  const [loaded, setLoaded] = useState(false);
+  const [error, setError] = useState<unknown>(null);
+  const [adding, setAdding] = useState(false);
+  const [created, setCreated] = useState<Webhook | null>(null);
+
+  const load = async (from: string | null) => {
+    setError(null);
+    try {
+      const page = await call<Page>('GET', 'webhook', { query: { limit: '20', cursor: from ?? undefined } });
+      setRows((old) => (from === null ? page.webhooks : [...old, ...page.webhooks]));
+      setCursor(page.next_cursor);
+    } catch (err) {
+      setError(err);
+    } finally {
+      setLoaded(true);
+    }
+  };
+  useEffect(() => {
+    load(null);
+  }, []);
+
+  const create = async (fields: EndpointFields) => {
+    const body: Record<string, unknown> = { url: fields.url };
+    if (fields.description !== null) body.description = fields.description;
+    if (fields.event_types !== null) body.event_types = fields.event_types;
+    if (fields.rate_limit !== null) body.rate_limit = fields.rate_limit;
+    const webhook = await call<Webhook>('POST', 'webhook', { body });
+    setCreated(webhook);
+    setAdding(false);
+    await load(null);
+  };
+
+  return (
+    <main>
+      <Heading>Endpoints</Heading>
+      {notice ? <Notice text={notice} /> : null}
+      {readOnly ? null : (
+        <section aria-label="Add endpoint" class="panel">
+          {adding ? (
+            <>
+              <h2>Add endpoint</h2>
+              <EndpointForm submitLabel="Create" onSubmit={create} onCancel={() => setAdding(false)} />
+            </>
+          ) : (
+            <button
+              type="button"
+              class="primary"
+              onClick={() => {
+                setCreated(null);
+                setAdding(true);
+              }}
+            >
+              Add endpoint
+            </button>
+          )}
+          {created ? (
+            <div class="created" role="status">
+              <p>
+                Endpoint created: <Link href={paths.endpoint(created.webhook_id)}>{created.url}</Link>
+              </p>
+              <p>Its signing secret, shown this once (Show secret on the endpoint's page reads it again):</p>
+              <Secret value={created.secret ?? ''} />
+            </div>
+          ) : null}
+        </section>
+      )}
+      <ErrorText error={error} />
+      <div class="scroll">
+        <table aria-label="Endpoints">
+          <thead>
+            <tr>
+              <th scope="col">URL</th>
+              <th scope="col">Description</th>
+              <th scope="col">State</th>
+              <th scope="col">Event types</th>
+              <th scope="col">Created</th>
+            </tr>
+          </thead>
+          <tbody>
+            {rows.map((w) => (
+              <tr>
+                <td class="url">
+                  <Link href={paths.endpoint(w.webhook_id)}>{w.url}</Link>
+                </td>
+                <td>{w.description ?? ''}</td>
+                <td>
+                  <span class={w.is_enabled ? 'badge ok' : 'badge off'}>{w.is_enabled ? 'Enabled' : 'Disabled'}</span>
+                </td>
+                <td>{eventTypesText(w.event_types)}</td>
+                <td>
+                  <Time iso={w.created_at} />
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </div>
+      {loaded && rows.length === 0 && error === null ? <p>No endpoints yet.</p> : null}
+      {cursor !== null ? (
+        <button type="button" onClick={() => load(cursor)}>
+          Load more
+        </button>
+      ) : null}
+    </main>
+  );
+}

@@ -1,0 +1,74 @@
+// The application portal (docs/portal.md): opened by a link /portal/#token=<application token>.
+import { render, useEffect, useState } from 'hono/jsx/dom';
+import { claimsOf, takeToken, useToken } from './api';
+import { EventTypesPage } from './catalog';
+import { DeliveryPage } from './delivery';
+import { EndpointPage } from './endpoint';
+import { EndpointsPage } from './endpoints';
+import { onNavigate, paths, routeOf } from './router';
+import { Heading, Link } from './ui';
+
+// First of all: the token leaves the address bar.
+const token = takeToken();
+const claims = token === null ? null : claimsOf(token);
+
+function Expired({ never }: { never: boolean }) {
+  return (
+    <main class="expired">
+      <Heading>{never ? 'This page needs a link' : 'This link has expired'}</Heading>
+      <p>
+        {never
+          ? 'The webhook portal opens from a link that your platform gives you. Open it from there.'
+          : 'Portal links work for a short time only. Go back to your platform and open the portal again to get a new link.'}
+      </p>
+    </main>
+  );
+}
+
+function App() {
+  const [route, setRoute] = useState(routeOf(location.pathname));
+  const [expired, setExpired] = useState(false);
+  useEffect(() => onNavigate(() => setRoute(routeOf(location.pathname))), []);
+  useToken(token, () => setExpired(true));
+
+  if (token === null || expired) return <Expired never={token === null} />;
+  const readOnly = claims?.readOnly ?? false;
+  return (
+    <>
+      <header class="top">
+        <Link href={paths.endpoints} class="brand">
+          Webhooks
+        </Link>
+        <nav aria-label="Portal">
+          <Link href={paths.endpoints}>Endpoints</Link>
+          <Link href={paths.eventTypes}>Event types</Link>
+        </nav>
+        <span class="who">
+          {claims?.app ? <span>{claims.app}</span> : null}
+          {readOnly ? <span class="badge off">Read-only</span> : null}
+        </span>
+      </header>
+      {readOnly ? (
+        <p class="readonly-note">This link is read-only: you can look at everything, and change nothing.</p>
+      ) : null}
+      {route.page === 'endpoints' ? (
+        <EndpointsPage readOnly={readOnly} notice="" />
+      ) : route.page === 'endpoint' ? (
+        <EndpointPage id={route.id} readOnly={readOnly} />
+      ) : route.page === 'delivery' ? (
+        <DeliveryPage id={route.id} delivery={route.delivery} readOnly={readOnly} />
+      ) : route.page === 'event-types' ? (
+        <EventTypesPage />
+      ) : (
+        <main>
+          <Heading>Page not found</Heading>
+          <p>
+            <Link href={paths.endpoints}>All endpoints</Link>
+          </p>
+        </main>
+      )}
+    </>
+  );
+}
+
+render(<App />, document.getElementById('app') as HTMLElement);

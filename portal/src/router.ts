@@ -1,0 +1,52 @@
+// The portal's pages, by path under /portal/ (src/portal/serve.ts answers each with the page).
+// Ids stay decimal strings.
+
+export type Route =
+  | { page: 'endpoints' }
+  | { page: 'endpoint'; id: string }
+  | { page: 'delivery'; id: string; delivery: string }
+  | { page: 'event-types' }
+  | { page: 'missing' };
+
+const ID = '([1-9]\\d{0,18})';
+const ENDPOINT = new RegExp(`^/portal/endpoints/${ID}$`);
+const DELIVERY = new RegExp(`^/portal/endpoints/${ID}/deliveries/${ID}$`);
+
+export function routeOf(path: string): Route {
+  if (path === '/portal/' || path === '/portal') return { page: 'endpoints' };
+  if (path === '/portal/event-types') return { page: 'event-types' };
+  const endpoint = ENDPOINT.exec(path);
+  if (endpoint) return { page: 'endpoint', id: endpoint[1] as string };
+  const delivery = DELIVERY.exec(path);
+  if (delivery) return { page: 'delivery', id: delivery[1] as string, delivery: delivery[2] as string };
+  return { page: 'missing' };
+}
+
+export const paths = {
+  endpoints: '/portal/',
+  endpoint: (id: string) => `/portal/endpoints/${id}`,
+  delivery: (id: string, delivery: string) => `/portal/endpoints/${id}/deliveries/${delivery}`,
+  eventTypes: '/portal/event-types',
+};
+
+const listeners = new Set<() => void>();
+export const onNavigate = (listener: () => void) => {
+  listeners.add(listener);
+  return () => listeners.delete(listener);
+};
+
+/** Whether the page has changed since it loaded: a new page's heading then takes the focus. */
+export let navigated = false;
+
+/** Goes to `href` (a path of the portal) without loading the page again. */
+export function navigate(href: string) {
+  navigated = true;
+  history.pushState(null, '', href);
+  window.scrollTo(0, 0);
+  for (const listener of listeners) listener();
+}
+
+addEventListener('popstate', () => {
+  navigated = true;
+  for (const listener of listeners) listener();
+});
