@@ -309,7 +309,7 @@ function Deliveries({ id, version, catalog }: { id: string; version: number; cat
   const load = async (from: string | null) => {
     try {
       const page = await call<DeliveryPage>('GET', 'webhook/delivery', {
-        query: { webhook_id: id, status, cursor: from ?? undefined },
+        query: { webhook_id: id, status, type, cursor: from ?? undefined },
       });
       setRows((old) => (from === null ? page.deliveries : [...old, ...page.deliveries]));
       setCursor(page.next_cursor);
@@ -322,7 +322,7 @@ function Deliveries({ id, version, catalog }: { id: string; version: number; cat
   };
   useEffect(() => {
     load(null);
-  }, [id, status, version, refresh]);
+  }, [id, status, type, version, refresh]);
   // While a delivery of the first page is pending, the page looks again every 2 seconds.
   const pending = rows.some((r) => r.status === 'pending');
   useEffect(() => {
@@ -332,7 +332,7 @@ function Deliveries({ id, version, catalog }: { id: string; version: number; cat
   }, [pending, rows]);
 
   const types = [...new Set([...catalog.map((t) => t.type), ...rows.map((r) => r.type)])].sort();
-  const shown = type === '' ? rows : rows.filter((r) => r.type === type);
+  const shown = rows;
 
   return (
     <section aria-labelledby="deliveries-title" class="panel">
@@ -402,9 +402,8 @@ function Deliveries({ id, version, catalog }: { id: string; version: number; cat
         </table>
       </div>
       {loaded && shown.length === 0 && error === null ? (
-        <p>{type === '' ? 'No deliveries.' : 'No deliveries of this type among those loaded.'}</p>
+        <p>{type === '' ? 'No deliveries.' : 'No deliveries of this type.'}</p>
       ) : null}
-      {type !== '' ? <p class="hint">The event type filter applies to the deliveries loaded so far.</p> : null}
       {cursor !== null ? (
         <button type="button" onClick={() => load(cursor)}>
           Load more

@@ -354,6 +354,12 @@ describe('the portal in a browser', () => {
     );
     const cells = await rows.nth(0).locator('td').allInnerTexts();
     expect(cells.slice(1, 6)).toEqual(['succeeded', 'webhook.test', eventId, '1', 'HTTP 200']);
+    // The Event type filter asks the API for that type's deliveries (not only those loaded).
+    const typeFilter = page.getByRole('combobox', { name: 'Event type', exact: true });
+    await typeFilter.selectOption('NEW_NFT');
+    await page.getByText('No deliveries of this type.').waitFor();
+    await typeFilter.selectOption('webhook.test');
+    await until('the test event again', async () => (await rows.count()) === 1);
     await rows.nth(0).getByRole('link').click();
     await page.getByRole('heading', { level: 1, name: 'Delivery' }).waitFor();
     const attempts = rowsOf(page, 'Attempts');
