@@ -191,10 +191,13 @@ describe('the portal in a browser', () => {
     await button(page, 'Add endpoint').click();
     await page.getByRole('textbox', { name: 'Endpoint URL' }).fill('https://10.0.0.1/hooks');
     await button(page, 'Create').click();
-    // The service's reason, by the form.
+    // The service's reason (its X-Error-Detail), by the form. This run allows local receivers'
+    // origins, so the reason names that setting too.
     const alert = page.locator('form').getByRole('alert').filter({ hasText: 'HTTP 400' });
     await alert.waitFor();
-    expect(await alert.textContent()).toBe('url host is not a public address (HTTP 400)');
+    expect(await alert.textContent()).toBe(
+      'url origin https://10.0.0.1 is not in WEBHOOK_URL_ALLOWED_ORIGINS, and without it the url host is not a public address (HTTP 400)',
+    );
     const url = receiver.url('/add');
     await page.getByRole('textbox', { name: 'Endpoint URL' }).fill(url);
     await button(page, 'Create').click();
