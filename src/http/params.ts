@@ -1,5 +1,6 @@
 // One parser per kind of request input, each a pure function: text in, a checked value out (or
 // null, or a 400 failure). Every route that reads a kind of input reads it here.
+import { MAX_ENDPOINT_RATE } from '../core/delivery-settings';
 import { digitsOnly, idRange, parseId } from '../core/int64';
 import { parseCursor } from '../core/pages';
 import { NumberText } from './body';
@@ -105,13 +106,11 @@ export function descriptionField(value: unknown): string | null {
   return value;
 }
 
-export const MAX_RATE_LIMIT = 1000;
-
 /** A webhook's `rate_limit` field (deliveries per second): a whole number from 1 to 1,000, or null; 400 otherwise. */
 export function rateLimitField(value: unknown): number | null {
   if (value === null) return null;
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < 1 || value > MAX_RATE_LIMIT) {
-    throw badInput(`rate_limit must be null or a whole number from 1 to ${MAX_RATE_LIMIT}`);
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < 1 || value > MAX_ENDPOINT_RATE) {
+    throw badInput(`rate_limit must be null or a whole number from 1 to ${MAX_ENDPOINT_RATE}`);
   }
   return value;
 }

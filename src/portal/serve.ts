@@ -1,6 +1,7 @@
 import type { Context } from 'hono';
 import type { HonoBase } from 'hono/hono-base';
 import { ConfigError } from '../core/errors';
+import { perIsolate } from '../core/settings';
 import type { AppEnv } from '../http/app-env';
 import { Code, envelope, requestId } from '../http/envelope';
 
@@ -18,8 +19,6 @@ const FINGERPRINTED = /^\/portal\/[a-z]+-[\w-]{10}\.(?:js|css)$/;
 const SOURCE =
   /^(?:'self'|[a-z][a-z\d+.-]*:|(?:[a-z][a-z\d+.-]*:\/\/)?(?:\*\.)?[a-z\d-]+(?:\.[a-z\d-]+)*(?::(?:\d{1,5}|\*))?)$/i;
 
-let cached: { setting: string; policy: string } | undefined;
-
 /**
  * The Content-Security-Policy of every portal reply. Scripts, styles and connections: this origin
  * only (no inline script or style, no eval); no plugin, no <base>; forms post here; Trusted Types
@@ -28,13 +27,12 @@ let cached: { setting: string; policy: string } | undefined;
  */
 export function contentSecurityPolicy(setting: string | undefined): string {
   const value = (setting ?? '').trim();
-  if (cached?.setting === value) return cached.policy;
   const sources = value === '' ? [] : value.split(/\s+/);
   const bad = sources.find((s) => !SOURCE.test(s));
   if (bad !== undefined) {
     throw new ConfigError('PORTAL_FRAME_ANCESTORS', `"${bad.slice(0, 64)}" is not a frame-ancestors source`);
   }
-  const policy = [
+  return [
     "default-src 'self'",
     "script-src 'self'",
     "style-src 'self'",
@@ -48,13 +46,12 @@ export function contentSecurityPolicy(setting: string | undefined): string {
     "require-trusted-types-for 'script'",
     "trusted-types 'none'",
   ].join('; ');
-  cached = { setting: value, policy };
-  return policy;
 }
 
 /** The headers every portal reply carries (besides the asset's own). */
 function securityHeaders(c: Context<AppEnv>): Record<string, string> {
-  const policy = contentSecurityPolicy(c.env.PORTAL_FRAME_ANCESTORS);
+  // Once per isolate, like every setting (a refused one is read again, and refused, each time).
+  const policy = perIsolate(c.env, 'PORTAL_FRAME_ANCESTORS', () => contentSecurityPolicy(c.env.PORTAL_FRAME_ANCESTORS));
   return {
     'content-security-policy': policy,
     'referrer-policy': 'no-referrer',
