@@ -17,9 +17,18 @@ import type { DeliveryToAttempt } from './store/dispatch';
 /** Attempts open at once: the runtime allows six open connections per invocation. */
 export const MAX_CONCURRENT_ATTEMPTS = 6;
 
-/** What became of one due delivery: an attempt was made (at `at`), or it waits (no request). */
+/**
+ * What became of one due delivery: an attempt was made (at `at`), with what it means for the
+ * delivery (`next`: its new state and its message's verdict); or it waits (no request).
+ */
 export type Dispatched =
-  | { row: DeliveryToAttempt; kind: 'attempted'; at: number; result: AttemptResult }
+  | {
+      row: DeliveryToAttempt;
+      kind: 'attempted';
+      at: number;
+      result: AttemptResult;
+      next: ReturnType<typeof afterAttempt>;
+    }
   | { row: DeliveryToAttempt; kind: 'wait' };
 
 /**
@@ -119,10 +128,13 @@ function slots(limit: number) {
 
 const encoder = new TextEncoder();
 
-/** Logs one attempt as it ends: what was sent where, what came back, what the delivery becomes. */
-function logAttempt(done: Extract<Dispatched, { kind: 'attempted' }>, config: DeliveryConfig): Dispatched {
-  const { row, result, at } = done;
-  const { change } = afterAttempt(row, result, at, config);
+/**
+ * An attempt that ended: what it means for the delivery (the retry schedule), logged as it ends:
+ * what was sent where, what came back, what the delivery becomes.
+ */
+function attempted(row: DeliveryToAttempt, at: number, result: AttemptResult, config: DeliveryConfig): Dispatched {
+  const next = afterAttempt(row, result, at, config);
+  const { change } = next;
   log('info', {
     msg: 'delivery attempt',
     delivery_id: row.delivery_id,
@@ -134,7 +146,7 @@ function logAttempt(done: Extract<Dispatched, { kind: 'attempted' }>, config: De
     duration_ms: result.durationMs,
     outcome: change.status,
   });
-  return done;
+  return { row, kind: 'attempted', at, result, next };
 }
 
 /** One due delivery: its signed request, sent while holding one of the batch's connections. */
@@ -168,7 +180,7 @@ async function dispatch(
   } catch (err) {
     if (!(err instanceof ApiFailure)) throw err;
     const result: AttemptResult = { status: null, error: 'url_refused', body: null, retryAfter: null, durationMs: 0 };
-    return logAttempt({ row, kind: 'attempted', at, result }, context.config);
+    return attempted(row, at, result, context.config);
   }
   const body = encoder.encode(row.payload);
   const timestamp = Math.floor(at / 1000);
@@ -180,7 +192,7 @@ async function dispatch(
   // Only the request holds one of the six connections; signing and recording do not.
   const timeoutMs = context.config.timeoutSeconds * 1000;
   const result = await connection(() => attempt({ url, body, headers, timeoutMs }, context.fetcher));
-  return logAttempt({ row, kind: 'attempted', at, result }, context.config);
+  return attempted(row, at, result, context.config);
 }
 
 /**

@@ -5,7 +5,7 @@ import type { DeliveryConfig } from '../core/delivery-settings';
 import type { DisableCandidate, HealthChange } from '../webhooks/store/health';
 import type { Dispatched } from './dispatch';
 import type { Plan } from './plan';
-import { afterAttempt, succeeded, type Verdict, waiting } from './schedule';
+import { succeeded, type Verdict, waiting } from './schedule';
 import type { AttemptRecord, DeliveryChange } from './store/dispatch';
 import type { Held } from './throttle';
 
@@ -57,7 +57,7 @@ export function recordOf(
       continue;
     }
     const { at, result } = done;
-    const { change, verdict } = afterAttempt(row, result, at, config);
+    const { change, verdict } = done.next;
     record.changes.push(change);
     record.verdicts.set(row.delivery_id, verdict);
     record.attempts.push({
