@@ -6,7 +6,7 @@ import { type EndpointFields, EndpointForm } from './endpoint-form';
 import { eventTypesText } from './endpoints';
 import { Health } from './health';
 import { navigate, paths } from './router';
-import { Dialog, ErrorText, Heading, Link, Notice, Secret, Time } from './ui';
+import { Dialog, ErrorText, Heading, Link, Notice, Secret, Time, usePages } from './ui';
 
 const STATUSES = ['pending', 'succeeded', 'failed', 'cancelled'] as const;
 
@@ -298,28 +298,15 @@ interface DeliveryPage {
 }
 
 function Deliveries({ id, version, catalog }: { id: string; version: number; catalog: EventType[] }) {
-  const [rows, setRows] = useState<Delivery[]>([]);
-  const [cursor, setCursor] = useState<string | null>(null);
   const [status, setStatus] = useState('');
   const [type, setType] = useState('');
-  const [error, setError] = useState<unknown>(null);
-  const [loaded, setLoaded] = useState(false);
   const [refresh, setRefresh] = useState(0);
-
-  const load = async (from: string | null) => {
-    try {
-      const page = await call<DeliveryPage>('GET', 'webhook/delivery', {
-        query: { webhook_id: id, status, type, cursor: from ?? undefined },
-      });
-      setRows((old) => (from === null ? page.deliveries : [...old, ...page.deliveries]));
-      setCursor(page.next_cursor);
-      setError(null);
-    } catch (err) {
-      setError(err);
-    } finally {
-      setLoaded(true);
-    }
-  };
+  const { rows, cursor, error, loaded, load } = usePages(async (from) => {
+    const page = await call<DeliveryPage>('GET', 'webhook/delivery', {
+      query: { webhook_id: id, status, type, cursor: from },
+    });
+    return { rows: page.deliveries, next: page.next_cursor };
+  });
   useEffect(() => {
     load(null);
   }, [id, status, type, version, refresh]);
@@ -332,7 +319,6 @@ function Deliveries({ id, version, catalog }: { id: string; version: number; cat
   }, [pending, rows]);
 
   const types = [...new Set([...catalog.map((t) => t.type), ...rows.map((r) => r.type)])].sort();
-  const shown = rows;
 
   return (
     <section aria-labelledby="deliveries-title" class="panel">
@@ -378,7 +364,7 @@ function Deliveries({ id, version, catalog }: { id: string; version: number; cat
             </tr>
           </thead>
           <tbody>
-            {shown.map((d) => (
+            {rows.map((d) => (
               <tr>
                 <td>
                   <Link href={paths.delivery(id, d.delivery_id)}>
@@ -401,7 +387,7 @@ function Deliveries({ id, version, catalog }: { id: string; version: number; cat
           </tbody>
         </table>
       </div>
-      {loaded && shown.length === 0 && error === null ? (
+      {loaded && rows.length === 0 && error === null ? (
         <p>{type === '' ? 'No deliveries.' : 'No deliveries of this type.'}</p>
       ) : null}
       {cursor !== null ? (

@@ -3,7 +3,7 @@ import { useEffect, useState } from 'hono/jsx/dom';
 import { call, type Webhook } from './api';
 import { type EndpointFields, EndpointForm } from './endpoint-form';
 import { paths } from './router';
-import { ErrorText, Heading, Link, Notice, Secret, Time } from './ui';
+import { ErrorText, Heading, Link, Notice, Secret, Time, usePages } from './ui';
 
 interface Page {
   webhooks: Webhook[];
@@ -14,25 +14,13 @@ export const eventTypesText = (types: string[] | null | undefined) =>
   types === null || types === undefined || types.length === 0 ? 'All' : types.join(', ');
 
 export function EndpointsPage({ readOnly, notice }: { readOnly: boolean; notice: string }) {
-  const [rows, setRows] = useState<Webhook[]>([]);
-  const [cursor, setCursor] = useState<string | null>(null);
-  const [loaded, setLoaded] = useState(false);
-  const [error, setError] = useState<unknown>(null);
+  const { rows, cursor, error, loaded, load } = usePages(async (from) => {
+    const page = await call<Page>('GET', 'webhook', { query: { limit: '20', cursor: from } });
+    return { rows: page.webhooks, next: page.next_cursor };
+  });
   const [adding, setAdding] = useState(false);
   const [created, setCreated] = useState<Webhook | null>(null);
 
-  const load = async (from: string | null) => {
-    setError(null);
-    try {
-      const page = await call<Page>('GET', 'webhook', { query: { limit: '20', cursor: from ?? undefined } });
-      setRows((old) => (from === null ? page.webhooks : [...old, ...page.webhooks]));
-      setCursor(page.next_cursor);
-    } catch (err) {
-      setError(err);
-    } finally {
-      setLoaded(true);
-    }
-  };
   useEffect(() => {
     load(null);
   }, []);

@@ -144,3 +144,28 @@ export function Notice({ text }: { text: string }) {
     </p>
   );
 }
+
+/**
+ * A list read page by page with the API's cursors: the rows so far, the next page's cursor (null
+ * on the last), the last failure, whether a page has arrived, and `load` (null: from the start, so
+ * the rows are replaced; a cursor: the next page, added). A failure stays shown until a load succeeds.
+ */
+export function usePages<T>(fetchPage: (cursor: string | undefined) => Promise<{ rows: T[]; next: string | null }>) {
+  const [rows, setRows] = useState<T[]>([]);
+  const [cursor, setCursor] = useState<string | null>(null);
+  const [error, setError] = useState<unknown>(null);
+  const [loaded, setLoaded] = useState(false);
+  const load = async (from: string | null) => {
+    try {
+      const page = await fetchPage(from ?? undefined);
+      setRows((old) => (from === null ? page.rows : [...old, ...page.rows]));
+      setCursor(page.next);
+      setError(null);
+    } catch (err) {
+      setError(err);
+    } finally {
+      setLoaded(true);
+    }
+  };
+  return { rows, cursor, error, loaded, load };
+}
