@@ -1,10 +1,11 @@
-// The Cron Trigger (every minute, wrangler.toml [triggers]): overdue deliveries queued again, then
-// the retention purges. Each job runs even when another fails.
+// The Cron Trigger (every minute, wrangler.toml [triggers]): the move of the release before's
+// deliveries from D1 to the Durable Objects, and the Idempotency-Keys past 24 hours purged. Each
+// job runs even when another fails. Deliveries need no Cron: each endpoint's object has its alarm.
 
 import { deliveryConfig } from './core/delivery-settings';
 import { ConfigError, describeFailure } from './core/errors';
 import { log } from './core/log';
-import { purgeExpiredDeliveries, requeueOverdue } from './deliveries/maintenance';
+import { moveFromD1 } from './deliveries/move';
 import { purgeExpiredKeys } from './webhooks/store/keys';
 
 async function job(name: string, cron: string, run: () => Promise<number>): Promise<void> {
@@ -21,7 +22,6 @@ async function job(name: string, cron: string, run: () => Promise<number>): Prom
 }
 
 export async function runCron(controller: ScheduledController, env: CloudflareBindings): Promise<void> {
-  await job('overdue deliveries queued again', controller.cron, () => requeueOverdue(env, deliveryConfig(env)));
-  await job('expired deliveries purged', controller.cron, () => purgeExpiredDeliveries(env, deliveryConfig(env)));
+  await job('deliveries moved from D1', controller.cron, () => moveFromD1(env, deliveryConfig(env)));
   await job('expired idempotency keys purged', controller.cron, () => purgeExpiredKeys(env.DB));
 }

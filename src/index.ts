@@ -15,6 +15,7 @@ const EVENTS_QUEUE = /^nft-webhook-events(-\w+)?$/;
 const DELIVERIES_QUEUE = /^nft-webhook-deliveries(-\w+)?$/;
 
 export { Endpoint } from './deliveries/endpoint';
+export { Application } from './events/application';
 
 export default {
   async fetch(request, env, ctx) {
@@ -31,7 +32,7 @@ export default {
   },
 
   async queue(batch, env) {
-    if (DELIVERIES_QUEUE.test(batch.queue)) return consumeDeliveries(batch, env);
+    if (DELIVERIES_QUEUE.test(batch.queue)) return consumeDeliveries(batch);
     if (EVENTS_QUEUE.test(batch.queue)) return consumeEvents(batch, env);
     log('error', { msg: 'a batch from a queue this Worker does not consume was retried', queue: batch.queue });
     batch.retryAll();

@@ -1,5 +1,5 @@
-// The second step of a consumer batch: each due delivery's request, signed and sent, as a value.
-// Nothing here writes to storage or touches a queue message.
+// The middle of a sending pass: each due delivery's request, signed and sent, as a value. Nothing
+// here writes to storage.
 
 import type { DeliveryConfig } from '../core/delivery-settings';
 import { ConfigError, describeFailure } from '../core/errors';
@@ -12,14 +12,14 @@ import { webhookUrl } from '../webhooks/url';
 import { type AttemptResult, attempt } from './attempt';
 import { afterAttempt } from './schedule';
 import { signature, signingKey } from './signing';
-import type { DeliveryToAttempt } from './store/dispatch';
+import type { DeliveryToAttempt } from './store/endpoint';
 
-/** Attempts open at once: the runtime allows six open connections per invocation. */
+/** Attempts open at once per endpoint: the runtime allows six open connections per invocation. */
 export const MAX_CONCURRENT_ATTEMPTS = 6;
 
 /**
  * What became of one due delivery: an attempt was made (at `at`), with what it means for the
- * delivery (`next`: its new state and its message's verdict); or it waits (no request).
+ * delivery (`next`: its new state); or it waits (no request).
  */
 export type Dispatched =
   | {
@@ -32,7 +32,7 @@ export type Dispatched =
   | { row: DeliveryToAttempt; kind: 'wait' };
 
 /**
- * What the requests of a batch need: the key that opens signing secrets (null: none can be), the
+ * What the requests of a pass need: the key that opens signing secrets (null: none can be), the
  * origins exempt from the URL rules (WEBHOOK_URL_ALLOWED_ORIGINS), the timeout, the fetch.
  */
 export interface DispatchContext {
@@ -134,7 +134,7 @@ const encoder = new TextEncoder();
  */
 function attempted(row: DeliveryToAttempt, at: number, result: AttemptResult, config: DeliveryConfig): Dispatched {
   const next = afterAttempt(row, result, at, config);
-  const { change } = next;
+  const change = next;
   log('info', {
     msg: 'delivery attempt',
     delivery_id: row.delivery_id,
@@ -149,7 +149,7 @@ function attempted(row: DeliveryToAttempt, at: number, result: AttemptResult, co
   return { row, kind: 'attempted', at, result, next };
 }
 
-/** One due delivery: its signed request, sent while holding one of the batch's connections. */
+/** One due delivery: its signed request, sent while holding one of the pass's connections. */
 async function dispatch(
   row: DeliveryToAttempt,
   context: DispatchContext,

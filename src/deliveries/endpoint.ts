@@ -1,22 +1,151 @@
-// One Durable Object per endpoint (a webhook, by its id): the one place that knows how fast that
-// endpoint is being sent to, whichever consumer invocation sends.
+// One Durable Object per endpoint (a webhook, by its id): the endpoint's deliveries, their attempts
+// and counters in its own SQLite database, and the one place that sends to it. Its alarm runs the
+// sending passes at the endpoint's own rate; alarms survive restarts and deploys, so a pending
+// delivery is resumed by the object itself. A slow or dead endpoint holds only its own object.
 import { DurableObject } from 'cloudflare:workers';
-import { admit, forgetStale, newSchedule } from '../core/send-rate';
+import { type DeliveryConfig, deliveryConfig } from '../core/delivery-settings';
+import { ConfigError, describeFailure } from '../core/errors';
+import { log } from '../core/log';
+import type { Page } from '../core/pages';
+import { newSchedule } from '../core/send-rate';
+import { WAIT_SECONDS } from './schedule';
+import { sendDue } from './send';
+import {
+  type AttemptRecord,
+  type AttemptRow,
+  type DeliveryPageQuery,
+  type DeliveryRow,
+  endpointWebhook,
+  eventOf,
+  getDelivery,
+  type HourCounts,
+  insertDeliveries,
+  insertMoved,
+  listDeliveries,
+  type MovedDelivery,
+  migrateEndpoint,
+  type NewDelivery,
+  nextDue,
+  oldestCreated,
+  purgeDeliveries,
+  readHourCounts,
+  recoverDeliveries,
+  rememberWebhook,
+} from './store/endpoint';
 
-/**
- * An endpoint's send rate. Its schedule lives in memory: an object is evicted only after being
- * idle, and a schedule idle that long has nothing left to hold back.
- */
+/** Passes one alarm runs at most before it hands over to the next alarm (at once). */
+const PASSES_PER_ALARM = 20;
+/** Rows the retention deletes per table and pass. */
+const PURGE_ROWS = 1000;
+const HOUR_MS = 3_600_000;
+
 export class Endpoint extends DurableObject<CloudflareBindings> {
-  private schedule = newSchedule();
+  private readonly schedule = newSchedule();
+  /** The sending passes, one after another: never two at once. */
+  private sending: Promise<void> = Promise.resolve();
+  /** When the retention last ran in this instance (ms). */
+  private purgedAt = 0;
 
-  /**
-   * For each delivery (by id), in order: 0 when it may be attempted now at `rate` a second, else
-   * the milliseconds until the slot it is promised.
-   */
-  admit(ids: string[], rate: number): number[] {
+  constructor(ctx: DurableObjectState, env: CloudflareBindings) {
+    super(ctx, env);
+    migrateEndpoint(ctx.storage.sql);
+  }
+
+  /** New deliveries handed over by their application's object (a repeat changes nothing); sent at once. */
+  async enqueue(webhookId: string, deliveries: NewDelivery[]): Promise<void> {
+    const added = this.ctx.storage.transactionSync(() => {
+      rememberWebhook(this.ctx.storage.sql, webhookId);
+      return insertDeliveries(this.ctx.storage.sql, deliveries);
+    });
+    if (added > 0) await this.wakeBy(Date.now());
+  }
+
+  /** Deliveries moved from D1, with their attempts, each as it was; pending ones are sent when due. */
+  async moveIn(webhookId: string, deliveries: MovedDelivery[], attempts: AttemptRecord[]): Promise<void> {
+    this.ctx.storage.transactionSync(() => {
+      rememberWebhook(this.ctx.storage.sql, webhookId);
+      insertMoved(this.ctx.storage.sql, deliveries, attempts);
+    });
+    await this.wakeBy(nextDue(this.ctx.storage.sql) ?? Date.now());
+  }
+
+  list(query: DeliveryPageQuery): Page<DeliveryRow> {
+    return listDeliveries(this.ctx.storage.sql, query);
+  }
+
+  get(deliveryId: string, appId: string): { delivery: DeliveryRow; attempts: AttemptRow[] } | null {
+    return getDelivery(this.ctx.storage.sql, deliveryId, appId);
+  }
+
+  /** What a resend of the delivery copies; null when the application has none such here. */
+  eventOf(deliveryId: string, appId: string): { type: string; payload: string; message_id: string } | null {
+    return eventOf(this.ctx.storage.sql, deliveryId, appId);
+  }
+
+  /** Failed deliveries created in [since, until) attempted again, on a fresh schedule. Returns how many. */
+  async recover(since: string, until: string, now: string): Promise<number> {
+    const count = recoverDeliveries(this.ctx.storage.sql, since, until, now);
+    if (count > 0) await this.wakeBy(Date.now());
+    return count;
+  }
+
+  stats(since: string): HourCounts[] {
+    return readHourCounts(this.ctx.storage.sql, since);
+  }
+
+  /** Sends whatever is due now (after any pass under way), then sets the alarm for what comes next. */
+  deliverDue(): Promise<void> {
+    const run = this.sending.then(() => this.send());
+    this.sending = run.catch(() => {});
+    return run;
+  }
+
+  override async alarm(): Promise<void> {
+    await this.deliverDue();
+  }
+
+  /** Has the alarm ring no later than `at`. */
+  private async wakeBy(at: number): Promise<void> {
+    const current = await this.ctx.storage.getAlarm();
+    if (current === null || current > at) await this.ctx.storage.setAlarm(at);
+  }
+
+  private async send(): Promise<void> {
+    const webhookId = endpointWebhook(this.ctx.storage.sql);
+    if (webhookId === null) return;
+    let config: DeliveryConfig;
+    try {
+      config = deliveryConfig(this.env);
+    } catch (err) {
+      if (!(err instanceof ConfigError)) throw err;
+      log('error', { msg: `${describeFailure(err)}; deliveries wait`, webhook_id: webhookId });
+      await this.ctx.storage.setAlarm(Date.now() + WAIT_SECONDS * 1000);
+      return;
+    }
+    // Should this pass die with its requests in flight, the alarm comes back for them.
+    await this.ctx.storage.setAlarm(Date.now() + (config.timeoutSeconds + 60) * 1000);
+    const endpoint = { webhookId, storage: this.ctx.storage, schedule: this.schedule };
+    let next: number | null = null;
+    for (let pass = 0; pass < PASSES_PER_ALARM; pass++) {
+      next = await sendDue(endpoint, this.env, (input, init) => fetch(input, init));
+      if (next === null || next > Date.now()) break;
+    }
+    const retention = this.retain(config.retentionDays);
+    const wake = next === null ? retention : retention === null ? next : Math.min(next, retention);
+    if (wake === null) await this.ctx.storage.deleteAlarm();
+    else await this.ctx.storage.setAlarm(Math.max(wake, Date.now()));
+  }
+
+  /** Deletes what is past the retention, at most hourly; returns when it has work next (null: none). */
+  private retain(days: number): number | null {
+    const keepMs = days * 86_400_000;
     const now = Date.now();
-    forgetStale(this.schedule, now);
-    return ids.map((id) => admit(this.schedule, id, rate, now));
+    if (now - this.purgedAt >= HOUR_MS) {
+      const rows = purgeDeliveries(this.ctx.storage, new Date(now - keepMs).toISOString(), PURGE_ROWS);
+      if (rows > 0) log('info', { msg: 'expired deliveries purged', rows });
+      this.purgedAt = now;
+    }
+    const oldest = oldestCreated(this.ctx.storage.sql);
+    return oldest === null ? null : Math.max(oldest + keepMs, this.purgedAt + HOUR_MS);
   }
 }

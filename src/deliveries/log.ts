@@ -5,8 +5,10 @@ import type { AppEnv } from '../http/app-env';
 import { badInput, notFound, success } from '../http/envelope';
 import { cursorParam, idParam, limitParam, queryOf, single } from '../http/params';
 import { sessionStart, withD1 } from '../http/storage';
+import { inObject } from '../platform/objects';
+import { webhookState } from '../webhooks/store/reads';
 import { deliveryJson, deliveryPageJson } from './representation';
-import { type DeliveryPageQuery, getDelivery, listDeliveries } from './store/log';
+import type { DeliveryPageQuery } from './store/endpoint';
 
 export const DELIVERY_STATUSES = ['pending', 'succeeded', 'failed', 'cancelled'];
 
@@ -28,18 +30,21 @@ export function deliveryPageQuery(query: URLSearchParams): DeliveryPageQuery {
 
 /**
  * GET /v1.0/app/nft/webhook/delivery: with `delivery_id`, that delivery of the caller's with its
- * attempt log; with `webhook_id`, a keyset page of that webhook's deliveries, newest first.
- * Foreign and missing are one 404. One D1 round trip, in a session that reads the client's
- * writes when it sends its bookmark.
+ * attempt log (its application's object says which endpoint holds it); with `webhook_id`, a
+ * keyset page of that webhook's deliveries, newest first (the webhook's ownership read in D1, in
+ * a session that reads the client's writes when it sends its bookmark). Foreign and missing are
+ * one 404.
  */
 export async function readDeliveries(c: Context<AppEnv>): Promise<Response> {
   const query = queryOf(c.req.url);
   const appId = c.get('appId');
   if (query.has('delivery_id')) {
     const deliveryId = idParam(query, 'delivery_id');
-    const start = sessionStart(c.req.header('x-d1-bookmark'));
-    const found = await withD1(c, start, (db) => getDelivery(db, deliveryId, appId));
-    if (found === null) throw notFound('no such delivery for this application');
+    const missing = () => notFound('no such delivery for this application');
+    const webhookId = await inObject(() => c.env.APPLICATIONS.getByName(appId).locate(deliveryId));
+    if (webhookId === null) throw missing();
+    const found = await inObject(() => c.env.ENDPOINTS.getByName(webhookId).get(deliveryId, appId));
+    if (found === null) throw missing();
     return success(c, { value: deliveryJson(found.delivery, found.attempts) });
   }
   if (!query.has('webhook_id')) throw badInput('webhook_id or delivery_id is required');
@@ -47,7 +52,7 @@ export async function readDeliveries(c: Context<AppEnv>): Promise<Response> {
   c.set('webhookId', webhookId);
   const page = deliveryPageQuery(query);
   const start = sessionStart(c.req.header('x-d1-bookmark'));
-  const found = await withD1(c, start, (db) => listDeliveries(db, webhookId, appId, page));
-  if (found === null) throw notFound();
+  if ((await withD1(c, start, (db) => webhookState(db, webhookId, appId))) === null) throw notFound();
+  const found = await inObject(() => c.env.ENDPOINTS.getByName(webhookId).list(page));
   return success(c, { value: deliveryPageJson(found.rows, found.next) });
 }

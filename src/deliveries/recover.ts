@@ -5,8 +5,8 @@ import { jsonObject, readJsonBody } from '../http/body';
 import { badInput, conflict, notFound, success } from '../http/envelope';
 import { idField } from '../http/params';
 import { withD1 } from '../http/storage';
-import { queueDeliveries } from '../platform/queues';
-import { recoverDeliveries } from './store/recovery';
+import { inObject } from '../platform/objects';
+import { webhookState } from '../webhooks/store/reads';
 
 // ISO 8601 date and time with a time zone: 2026-11-23T14:05:35Z, 2026-11-23T14:05:35.951+01:00.
 const ISO_8601 = /^(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d)(?::(\d\d)(?:\.\d{1,9})?)?(?:Z|[+-](\d\d):?(\d\d))$/i;
@@ -53,13 +53,9 @@ export async function recover(c: Context<AppEnv>): Promise<Response> {
   if (until <= since) throw badInput('until must be after since');
   c.set('webhookId', webhookId);
   const iso = (ms: number) => new Date(ms).toISOString();
-  // One id for this request's write, the same in every retry of its batch.
-  const recoveryId = crypto.randomUUID();
-  const result = await withD1(c, 'first-primary', (db) =>
-    recoverDeliveries(db, webhookId, c.get('appId'), iso(since), iso(until), iso(now), recoveryId),
-  );
-  if (result.outcome === 'missing') throw notFound();
-  if (result.outcome === 'disabled') throw conflict('the webhook is disabled');
-  if (result.deliveries.length > 0) c.executionCtx.waitUntil(queueDeliveries(c.env, result.deliveries));
-  return success(c, { status: 202, value: `{"deliveries":${result.deliveries.length}}` });
+  const state = await withD1(c, 'first-primary', (db) => webhookState(db, webhookId, c.get('appId')));
+  if (state === null) throw notFound();
+  if (!state.enabled) throw conflict('the webhook is disabled');
+  const count = await inObject(() => c.env.ENDPOINTS.getByName(webhookId).recover(iso(since), iso(until), iso(now)));
+  return success(c, { status: 202, value: `{"deliveries":${count}}` });
 }

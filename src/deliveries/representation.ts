@@ -1,6 +1,6 @@
 // How the API writes deliveries: the one place that turns their rows into JSON. Ids are spliced
 // in as JSON integers with their exact digits.
-import type { AttemptRow, DeliveryRow } from './store/log';
+import type { AttemptRow, DeliveryRow } from './store/endpoint';
 
 const text = (value: string | null) => (value === null ? 'null' : JSON.stringify(value));
 

@@ -3,14 +3,7 @@
 
 import { type DeliveryConfig, MAX_DELAY_SECONDS } from '../core/delivery-settings';
 import type { AttemptResult } from './attempt';
-import type { DeliveryChange, DeliveryToAttempt } from './store/dispatch';
-
-/**
- * What to do with one delivery's queue message after the batch: acknowledge it, or have it come
- * back after `delaySeconds` (`fresh`: as a new message, so a wait that is no retry does not use up
- * the queue's retries).
- */
-export type Verdict = { ack: true } | { ack: false; delaySeconds: number; fresh?: boolean };
+import type { DeliveryChange, DueDelivery } from './store/endpoint';
 
 /** How long deliveries wait when they cannot be attempted now (configuration, secrets, the unexpected). */
 export const WAIT_SECONDS = 60;
@@ -22,16 +15,16 @@ export const succeeded = (result: AttemptResult) =>
   result.status !== null && result.status >= 200 && result.status < 300;
 
 /**
- * The delivery's state after an attempt made at `at`, and its message's verdict: it ended
- * (succeeded, answered 410 Gone, or had its last scheduled attempt), or it waits for its next
- * step of the schedule (longer when the receiver asked, up to the longest queue delay).
+ * The delivery's state after an attempt made at `at`: it ended (succeeded, answered 410 Gone, or
+ * had its last scheduled attempt), or it waits for its next step of the schedule (longer when the
+ * receiver asked, up to the longest delay a schedule may have).
  */
 export function afterAttempt(
-  row: DeliveryToAttempt,
+  row: DueDelivery,
   result: AttemptResult,
   at: number,
   config: DeliveryConfig,
-): { change: DeliveryChange; verdict: Verdict } {
+): DeliveryChange {
   const attempts = row.attempts + 1;
   const base = { delivery_id: row.delivery_id, expected: row.attempts, attempts };
   const record = { at: iso(at), status: result.status, error: result.error };
@@ -39,38 +32,27 @@ export function afterAttempt(
   const step = attempts - row.schedule_start - 1;
   const scheduled = config.schedule[step];
   if (ok || result.status === 410 || scheduled === undefined) {
-    const status = ok ? 'succeeded' : 'failed';
-    return { change: { ...base, status, next_attempt_at: null, attempt: record }, verdict: { ack: true } };
+    return { ...base, status: ok ? 'succeeded' : 'failed', next_attempt_at: null, attempt: record };
   }
   const delay =
     result.retryAfter === null ? scheduled : Math.max(scheduled, Math.min(result.retryAfter, MAX_DELAY_SECONDS));
-  return {
-    change: { ...base, status: 'pending', next_attempt_at: iso(at + delay * 1000), attempt: record },
-    verdict: { ack: false, delaySeconds: delay },
-  };
+  return { ...base, status: 'pending', next_attempt_at: iso(at + delay * 1000), attempt: record };
 }
 
 /** No attempt now: the delivery stays as it is and waits `seconds` (WAIT_SECONDS unless said). */
-export function waiting(
-  row: DeliveryToAttempt,
-  now: number,
-  seconds = WAIT_SECONDS,
-): { change: DeliveryChange; verdict: Verdict } {
+export function waiting(row: DueDelivery, now: number, seconds = WAIT_SECONDS): DeliveryChange {
   return {
-    change: {
-      delivery_id: row.delivery_id,
-      expected: row.attempts,
-      status: 'pending',
-      attempts: row.attempts,
-      next_attempt_at: iso(now + seconds * 1000),
-      attempt: null,
-    },
-    verdict: { ack: false, delaySeconds: seconds },
+    delivery_id: row.delivery_id,
+    expected: row.attempts,
+    status: 'pending',
+    attempts: row.attempts,
+    next_attempt_at: iso(now + seconds * 1000),
+    attempt: null,
   };
 }
 
 /** The webhook is gone or disabled: the delivery ends as cancelled, without a request. */
-export function cancelled(row: DeliveryToAttempt): DeliveryChange {
+export function cancelled(row: DueDelivery): DeliveryChange {
   return {
     delivery_id: row.delivery_id,
     expected: row.attempts,

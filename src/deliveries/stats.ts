@@ -3,7 +3,9 @@ import type { AppEnv } from '../http/app-env';
 import { notFound, success } from '../http/envelope';
 import { idParam, queryOf } from '../http/params';
 import { sessionStart, withD1 } from '../http/storage';
-import { type HourCounts, readHourCounts } from './store/stats';
+import { inObject } from '../platform/objects';
+import { webhookState } from '../webhooks/store/reads';
+import type { HourCounts } from './store/endpoint';
 
 const HOUR_MS = 3_600_000;
 
@@ -40,7 +42,8 @@ export function statsJson(webhookId: string, rows: HourCounts[], now: number): s
 /**
  * GET /v1.0/app/nft/webhook/stats?webhook_id=N: the webhook's deliveries of the last 24 hours and
  * 7 days by status, the attempts made in them, and the last 24 hours' outcomes hour by hour.
- * One D1 round trip, whatever the volume (hourly counters, not a scan of the deliveries).
+ * One D1 read and one call to the endpoint's object, whatever the volume (hourly counters, not a
+ * scan of the deliveries).
  */
 export async function readStats(c: Context<AppEnv>): Promise<Response> {
   const webhookId = idParam(queryOf(c.req.url));
@@ -48,7 +51,7 @@ export async function readStats(c: Context<AppEnv>): Promise<Response> {
   const start = sessionStart(c.req.header('x-d1-bookmark'));
   const now = Date.now();
   const since = hourOf(now - 167 * HOUR_MS);
-  const rows = await withD1(c, start, (db) => readHourCounts(db, webhookId, c.get('appId'), since));
-  if (rows === null) throw notFound();
+  if ((await withD1(c, start, (db) => webhookState(db, webhookId, c.get('appId')))) === null) throw notFound();
+  const rows = await inObject(() => c.env.ENDPOINTS.getByName(webhookId).stats(since));
   return success(c, { value: statsJson(webhookId, rows, now) });
 }

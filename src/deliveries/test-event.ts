@@ -2,13 +2,13 @@ import type { Context } from 'hono';
 import { deliveryConfig } from '../core/delivery-settings';
 import { isEventType } from '../core/event-types';
 import { eventToStore } from '../events/event';
-import { storeTestEvent } from '../events/store';
+import { storeAtApplications } from '../events/fan-out';
 import type { AppEnv } from '../http/app-env';
 import { jsonObject, readJsonBody } from '../http/body';
 import { badInput, conflict, notFound, success } from '../http/envelope';
 import { idField } from '../http/params';
 import { withD1 } from '../http/storage';
-import { firstQueued, queueDeliveries } from '../platform/queues';
+import { webhookState } from '../webhooks/store/reads';
 
 /** The type of a test event when the request names none. */
 export const TEST_EVENT_TYPE = 'webhook.test';
@@ -25,14 +25,15 @@ export async function sendTestEvent(c: Context<AppEnv>): Promise<Response> {
   const webhookId = idField(raw);
   if (!isEventType(type)) throw badInput('type must be 1 to 64 letters, digits, _ or .');
   c.set('webhookId', webhookId);
-  const event = eventToStore({ appId: c.get('appId'), type, data: '{}' }, null);
-  const result = await withD1(c, 'first-primary', (db) => storeTestEvent(db, webhookId, event));
-  if (result.outcome === 'missing') throw notFound();
-  if (result.outcome === 'disabled') throw conflict('the webhook is disabled');
+  const appId = c.get('appId');
+  const state = await withD1(c, 'first-primary', (db) => webhookState(db, webhookId, appId));
+  if (state === null) throw notFound();
+  if (!state.enabled) throw conflict('the webhook is disabled');
+  const event = eventToStore({ appId, type, data: '{}' }, null);
+  const [stored] = await storeAtApplications(c.env, [event], [[webhookId]]);
   c.set('eventId', event.eventId);
-  c.executionCtx.waitUntil(queueDeliveries(c.env, firstQueued([result.deliveryId])));
   return success(c, {
     status: 202,
-    value: `{"event_id":${JSON.stringify(event.eventId)},"delivery_id":${result.deliveryId}}`,
+    value: `{"event_id":${JSON.stringify(event.eventId)},"delivery_id":${stored?.deliveryIds[0]}}`,
   });
 }

@@ -3,21 +3,21 @@ import { log } from '../core/log';
 import { parseJsonText } from '../http/body';
 import { ApiFailure } from '../http/envelope';
 import { retryD1 } from '../platform/d1';
-import { firstQueued, queueDeliveries } from '../platform/queues';
 import { eventToStore, parseEvent } from './event';
-import { type EventToStore, storeEvents } from './store';
+import { publishEvents, readFanOut } from './fan-out';
+import type { EventToStore, StoredEvent } from './store';
 
 /**
- * How long a message waits when D1 cannot store it: 10 s, doubling with each attempt, at most an
+ * How long a message waits when storage cannot store it: 10 s, doubling with each attempt, at most an
  * hour, so the queue's 100 retries span days of outage before it gives up on a message.
  */
 export const storageWaitSeconds = (attempts: number) => Math.min(10 * 2 ** Math.max(0, attempts - 1), 3600);
 
 /**
  * The events queue's consumer: the platform's own Workers publish here. Every valid event of the
- * batch is stored with its deliveries in one D1 batch (a message without `id` is made idempotent
- * by its own message id, as the queue may deliver it twice), the deliveries are queued, and the
- * batch is acknowledged. A malformed message is dropped with a log line, never retried.
+ * batch is stored with its deliveries at its application's object, as HTTP publishing does (a
+ * message without `id` is made idempotent by its own message id, as the queue may deliver it
+ * twice), and the batch is acknowledged. A malformed message is dropped with a log line, never retried.
  */
 export async function consumeEvents(batch: MessageBatch<unknown>, env: CloudflareBindings): Promise<void> {
   const valid: { message: Message<unknown>; event: EventToStore }[] = [];
@@ -33,14 +33,11 @@ export async function consumeEvents(batch: MessageBatch<unknown>, env: Cloudflar
     }
   }
   if (valid.length === 0) return;
-  let stored: Awaited<ReturnType<typeof storeEvents>>;
+  const events = valid.map((v) => v.event);
+  let stored: StoredEvent[];
   try {
-    stored = await retryD1(() =>
-      storeEvents(
-        env.DB,
-        valid.map((v) => v.event),
-      ),
-    );
+    const fanOut = await retryD1(() => readFanOut(env.DB, events));
+    stored = await publishEvents(env, events, fanOut);
   } catch (err) {
     log(
       'error',
@@ -50,7 +47,6 @@ export async function consumeEvents(batch: MessageBatch<unknown>, env: Cloudflar
     for (const { message } of valid) message.retry({ delaySeconds: storageWaitSeconds(message.attempts) });
     return;
   }
-  await queueDeliveries(env, firstQueued(stored.flatMap((s) => s.deliveryIds)));
   for (const { message } of valid) message.ack();
   log('info', { msg: 'events stored', events: valid.length, event_ids: stored.map((s) => s.eventId) });
 }

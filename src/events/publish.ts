@@ -4,16 +4,16 @@ import type { AppEnv } from '../http/app-env';
 import { readJsonBody } from '../http/body';
 import { success } from '../http/envelope';
 import { withD1 } from '../http/storage';
-import { firstQueued, queueDeliveries } from '../platform/queues';
 import { eventToStore, parseEvent } from './event';
-import { type EventToStore, storeEvents } from './store';
+import { publishEvents, readFanOut } from './fan-out';
+import type { EventToStore } from './store';
 
 /** Largest event body accepted over HTTP, in bytes. */
 export const MAX_EVENT_BYTES = 64 * 1024;
 
 /**
- * POST /v1.0/platform/nft/event: stores the event with its deliveries (one D1 round trip), answers
- * 202 with its id, and queues the deliveries after the reply. Publishing an id the application's
+ * POST /v1.0/platform/nft/event: stores the event with its deliveries in its application's object
+ * and answers 202 with its id once they are stored and handed to their endpoints. Publishing an id the application's
  * events already have answers the first event's id and delivers nothing again.
  */
 export async function publishEvent(c: Context<AppEnv>): Promise<Response> {
@@ -27,13 +27,12 @@ export async function publishEvent(c: Context<AppEnv>): Promise<Response> {
 }
 
 /**
- * Stores published events with their deliveries (one D1 round trip) and queues the deliveries
- * after the reply. Returns each event's id, in order: an earlier event's for an id its
- * application published before.
+ * Stores published events with their deliveries: one D1 read (which webhooks receive them), then
+ * one call per application to its object. Returns each event's id, in order: an earlier event's
+ * for an id its application published before.
  */
 export async function storePublished(c: Context<AppEnv>, events: EventToStore[]): Promise<string[]> {
-  const stored = await withD1(c, 'first-primary', (db) => storeEvents(db, events));
-  const deliveryIds = stored.flatMap((s) => s.deliveryIds);
-  if (deliveryIds.length > 0) c.executionCtx.waitUntil(queueDeliveries(c.env, firstQueued(deliveryIds)));
+  const fanOut = await withD1(c, 'first-primary', (db) => readFanOut(db, events));
+  const stored = await publishEvents(c.env, events, fanOut);
   return stored.map((s) => s.eventId);
 }

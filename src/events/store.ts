@@ -1,8 +1,45 @@
-// Events stored with their deliveries (the fan-out): one batch, which D1 runs as a transaction, so
-// an event is never stored without the deliveries it makes. Delivery and webhook ids travel as
-// decimal text (CAST in SQL), never doubles.
-import type { Db } from '../platform/d1';
-import { OWNED } from '../webhooks/store/rows';
+// An application's events, in its Durable Object's own SQLite database: every event it published
+// (its source key makes publishing idempotent), the index of its deliveries (which endpoint holds
+// each), and the outbox of deliveries not yet handed to their endpoints' objects. The bodies live
+// with the deliveries, in the endpoints' objects. Delivery ids are int64, as decimal text.
+const SCHEMA = `
+CREATE TABLE IF NOT EXISTS events (
+  event_id   TEXT PRIMARY KEY,
+  source_key TEXT UNIQUE,
+  created_at TEXT NOT NULL
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS events_by_age ON events (created_at);
+CREATE TABLE IF NOT EXISTS deliveries (
+  delivery_id INTEGER PRIMARY KEY,
+  webhook_id  TEXT    NOT NULL,
+  created_at  TEXT    NOT NULL
+);
+CREATE INDEX IF NOT EXISTS deliveries_by_age ON deliveries (created_at);
+CREATE TABLE IF NOT EXISTS outbox (
+  delivery_id INTEGER PRIMARY KEY,
+  webhook_id  TEXT    NOT NULL,
+  delivery    TEXT    NOT NULL
+);
+CREATE TABLE IF NOT EXISTS ids (name TEXT PRIMARY KEY, last TEXT NOT NULL) WITHOUT ROWID;
+`;
+
+export function migrateApplication(sql: SqlStorage): void {
+  sql.exec(SCHEMA);
+}
+
+/** A new delivery, as made here and handed to its endpoint's object: due at once. */
+export interface NewDelivery {
+  delivery_id: string;
+  /** The event it delivers. */
+  event_id: string;
+  /** What receivers see as `webhook-id`: a resend's original event id, else `event_id`. */
+  message_id: string;
+  app_id: string;
+  type: string;
+  /** The exact body every attempt sends. */
+  payload: string;
+  created_at: string;
+}
 
 /** An event to store, with what its deliveries need. */
 export interface EventToStore {
@@ -15,6 +52,8 @@ export interface EventToStore {
   payload: string;
   /** When it is stored (ISO 8601 UTC): the payload's timestamp. */
   createdAt: string;
+  /** What receivers see as `webhook-id` when it is not `eventId`: a resend's original event. */
+  messageId?: string;
 }
 
 /** What storing an event did: its id (an earlier one's when published before), and the deliveries made now. */
@@ -24,85 +63,170 @@ export interface StoredEvent {
   deliveryIds: string[];
 }
 
+// Delivery ids: milliseconds since 2020 times 2^20, plus 20 random bits, and always above the last
+// one this application was given, so they are unique in the application, sort by creation, and lie
+// far above the ids D1 gave deliveries before they moved here (which keep theirs).
+const EPOCH_MS = 1_577_836_800_000n;
+const RANDOM_BITS = 20n;
+
+/** The next delivery id after `last` (decimal text; null: none yet), at `now`. */
+export function nextDeliveryId(last: string | null, now: number): string {
+  const random = BigInt(crypto.getRandomValues(new Uint32Array(1))[0] as number) & ((1n << RANDOM_BITS) - 1n);
+  const fresh = ((BigInt(now) - EPOCH_MS) << RANDOM_BITS) | random;
+  const after = last === null ? 0n : BigInt(last) + 1n;
+  return (fresh > after ? fresh : after).toString();
+}
+
 /**
- * Stores events, each with one pending delivery per enabled webhook of its application whose
- * `event_types` is null or names its type, as they stand now; all in one batch. An event whose
- * source key its application published before is not stored again and makes no delivery.
- * Safe to retry: a repeat of a committed batch (same event ids) finds its own event and
- * deliveries. (A queue message redelivered after its batch committed makes new event ids: it
- * finds the event by its source key and queues nothing; the Cron Trigger queues what is left.)
+ * Stores events with one delivery per target webhook each (`targets[i]`: the webhook ids of
+ * `events[i]`), the deliveries in the outbox too. An event whose id or source key the application
+ * has already is not stored again and makes no delivery: its first id is returned. Call it in a
+ * transaction: all or nothing.
  */
-export async function storeEvents(db: Db, events: EventToStore[]): Promise<StoredEvent[]> {
-  const statements = events.flatMap((e) => [
-    db
-      .prepare(
-        `INSERT OR IGNORE INTO events (event_id, app_id, source_key, type, payload, created_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6)`,
+export function storeEvents(sql: SqlStorage, events: EventToStore[], targets: string[][]): StoredEvent[] {
+  const [last] = sql.exec<{ last: string }>(`SELECT last FROM ids WHERE name = 'delivery'`).toArray();
+  let lastId = last?.last ?? null;
+  const stored = events.map((event, i): StoredEvent => {
+    const [found] = sql
+      .exec<{ event_id: string }>(
+        'SELECT event_id FROM events WHERE event_id = ?1 OR source_key = ?2 LIMIT 1',
+        event.eventId,
+        event.sourceKey,
       )
-      .bind(e.eventId, e.appId, e.sourceKey, e.type, e.payload, e.createdAt),
-    db
-      .prepare(
-        `INSERT OR IGNORE INTO deliveries (event_id, webhook_id, app_id, next_attempt_at, created_at)
-         SELECT ?1, webhook_id, app_id, ?4, ?4
-         FROM webhooks
-         WHERE app_id = ?2 AND is_enabled = 1
-           AND (event_types IS NULL OR EXISTS (SELECT 1 FROM json_each(webhooks.event_types) WHERE value = ?3))
-           AND EXISTS (SELECT 1 FROM events WHERE event_id = ?1)
-         ORDER BY webhook_id`,
-      )
-      .bind(e.eventId, e.appId, e.type, e.createdAt),
-    db
-      .prepare(
-        `SELECT COALESCE(
-           (SELECT event_id FROM events WHERE event_id = ?1),
-           (SELECT event_id FROM events WHERE app_id = ?2 AND source_key = ?3)) AS event_id,
-           (SELECT json_group_array(CAST(delivery_id AS TEXT)) FROM deliveries WHERE event_id = ?1) AS deliveries`,
-      )
-      .bind(e.eventId, e.appId, e.sourceKey),
-  ]);
-  const results = await db.batch<{ event_id: string | null; deliveries: string }>(statements);
-  return events.map((_event, i) => {
-    const row = results[i * 3 + 2]?.results[0];
-    if (row?.event_id == null) throw new Error('publish: the event was neither stored nor found');
-    return { eventId: row.event_id, deliveryIds: JSON.parse(row.deliveries) as string[] };
+      .toArray();
+    if (found !== undefined) return { eventId: found.event_id, deliveryIds: [] };
+    sql.exec(
+      'INSERT INTO events (event_id, source_key, created_at) VALUES (?1, ?2, ?3)',
+      event.eventId,
+      event.sourceKey,
+      event.createdAt,
+    );
+    const deliveryIds = (targets[i] ?? []).map((webhookId) => {
+      lastId = nextDeliveryId(lastId, Date.now());
+      const delivery: NewDelivery = {
+        delivery_id: lastId,
+        event_id: event.eventId,
+        message_id: event.messageId ?? event.eventId,
+        app_id: event.appId,
+        type: event.type,
+        payload: event.payload,
+        created_at: event.createdAt,
+      };
+      sql.exec(
+        'INSERT INTO deliveries (delivery_id, webhook_id, created_at) VALUES (CAST(?1 AS INTEGER), ?2, ?3)',
+        lastId,
+        webhookId,
+        event.createdAt,
+      );
+      sql.exec(
+        'INSERT INTO outbox (delivery_id, webhook_id, delivery) VALUES (CAST(?1 AS INTEGER), ?2, ?3)',
+        lastId,
+        webhookId,
+        JSON.stringify(delivery),
+      );
+      return lastId;
+    });
+    return { eventId: event.eventId, deliveryIds };
+  });
+  if (lastId !== null) {
+    sql.exec(
+      `INSERT INTO ids (name, last) VALUES ('delivery', ?1) ON CONFLICT (name) DO UPDATE SET last = excluded.last`,
+      lastId,
+    );
+  }
+  return stored;
+}
+
+/** Deliveries waiting to be handed to their endpoints' objects, by webhook, at most `limit`. */
+export function outbox(sql: SqlStorage, limit: number): Map<string, NewDelivery[]> {
+  const byWebhook = new Map<string, NewDelivery[]>();
+  const rows = sql
+    .exec<{ webhook_id: string; delivery: string }>(
+      'SELECT webhook_id, delivery FROM outbox ORDER BY delivery_id LIMIT ?1',
+      limit,
+    )
+    .toArray();
+  for (const row of rows) {
+    byWebhook.set(row.webhook_id, [...(byWebhook.get(row.webhook_id) ?? []), JSON.parse(row.delivery) as NewDelivery]);
+  }
+  return byWebhook;
+}
+
+/** Deliveries handed over: out of the outbox. */
+export function handedOver(sql: SqlStorage, deliveryIds: string[]): void {
+  sql.exec(
+    'DELETE FROM outbox WHERE delivery_id IN (SELECT CAST(value AS INTEGER) FROM json_each(?1))',
+    JSON.stringify(deliveryIds),
+  );
+}
+
+export const outboxEmpty = (sql: SqlStorage) =>
+  sql.exec<{ n: number }>('SELECT EXISTS (SELECT 1 FROM outbox) AS n').one().n === 0;
+
+/** Which webhook's endpoint holds the delivery, or null when the application has none such. */
+export function webhookOf(sql: SqlStorage, deliveryId: string): string | null {
+  const [row] = sql
+    .exec<{ webhook_id: string }>(
+      'SELECT webhook_id FROM deliveries WHERE delivery_id = CAST(?1 AS INTEGER)',
+      deliveryId,
+    )
+    .toArray();
+  return row?.webhook_id ?? null;
+}
+
+/** An event moved from D1, and the deliveries it had there. */
+export interface MovedEvent {
+  event_id: string;
+  source_key: string | null;
+  created_at: string;
+}
+
+/** Events and the index of deliveries moved from D1; what is here already stays as it is. */
+export function insertMovedEvents(
+  sql: SqlStorage,
+  events: MovedEvent[],
+  deliveries: { delivery_id: string; webhook_id: string; created_at: string }[],
+): void {
+  for (const e of events) {
+    sql.exec(
+      'INSERT OR IGNORE INTO events (event_id, source_key, created_at) VALUES (?1, ?2, ?3)',
+      e.event_id,
+      e.source_key,
+      e.created_at,
+    );
+  }
+  for (const d of deliveries) {
+    sql.exec(
+      'INSERT OR IGNORE INTO deliveries (delivery_id, webhook_id, created_at) VALUES (CAST(?1 AS INTEGER), ?2, ?3)',
+      d.delivery_id,
+      d.webhook_id,
+      d.created_at,
+    );
+  }
+}
+
+/** Deletes events and index rows created before `before`, at most `limit` of each; returns how many. */
+export function purgeEvents(storage: DurableObjectStorage, before: string, limit: number): number {
+  return storage.transactionSync(() => {
+    const { sql } = storage;
+    const events = sql.exec(
+      `DELETE FROM events WHERE event_id IN (
+         SELECT event_id FROM events WHERE created_at < ?1 ORDER BY created_at LIMIT ?2) RETURNING 1`,
+      before,
+      limit,
+    );
+    const deliveries = sql.exec(
+      `DELETE FROM deliveries WHERE delivery_id IN (
+         SELECT delivery_id FROM deliveries WHERE created_at < ?1 ORDER BY created_at LIMIT ?2) RETURNING 1`,
+      before,
+      limit,
+    );
+    return events.toArray().length + deliveries.toArray().length;
   });
 }
 
-/** What a test event found: no such webhook, a disabled one, or the delivery it made. */
-export type TestEventOutcome =
-  | { outcome: 'missing' }
-  | { outcome: 'disabled' }
-  | { outcome: 'queued'; deliveryId: string };
-
-/**
- * Stores a test event for one webhook of the application, with its one delivery (its
- * `event_types` do not apply), if the webhook exists and is enabled. One batch; safe to retry.
- */
-export async function storeTestEvent(db: Db, webhookId: string, event: EventToStore): Promise<TestEventOutcome> {
-  const enabled = `SELECT 1 FROM webhooks WHERE ${OWNED} AND is_enabled = 1`;
-  const [, , facts] = await db.batch<{ enabled: number | null; delivery_id: string | null }>([
-    db
-      .prepare(
-        `INSERT OR IGNORE INTO events (event_id, app_id, source_key, type, payload, created_at)
-         SELECT ?3, ?2, NULL, ?4, ?5, ?6 WHERE EXISTS (${enabled})`,
-      )
-      .bind(webhookId, event.appId, event.eventId, event.type, event.payload, event.createdAt),
-    db
-      .prepare(
-        `INSERT OR IGNORE INTO deliveries (event_id, webhook_id, app_id, next_attempt_at, created_at)
-         SELECT ?3, webhook_id, app_id, ?4, ?4 FROM webhooks
-         WHERE ${OWNED} AND is_enabled = 1
-           AND EXISTS (SELECT 1 FROM events WHERE event_id = ?3)`,
-      )
-      .bind(webhookId, event.appId, event.eventId, event.createdAt),
-    db
-      .prepare(
-        `SELECT (SELECT is_enabled FROM webhooks WHERE ${OWNED}) AS enabled,
-           (SELECT CAST(delivery_id AS TEXT) FROM deliveries WHERE event_id = ?3) AS delivery_id`,
-      )
-      .bind(webhookId, event.appId, event.eventId),
-  ]);
-  const row = facts?.results[0];
-  if (row?.delivery_id != null) return { outcome: 'queued', deliveryId: row.delivery_id };
-  return row?.enabled == null ? { outcome: 'missing' } : { outcome: 'disabled' };
+/** When the oldest event was stored (ms), or null when there is none. */
+export function oldestEvent(sql: SqlStorage): number | null {
+  const [row] = sql.exec<{ at: string | null }>('SELECT MIN(created_at) AS at FROM events').toArray();
+  return row?.at == null ? null : Date.parse(row.at);
 }

@@ -37,3 +37,34 @@ export async function listWebhooks(
     .all<WebhookRow>();
   return pageOf(results, limit, (row) => row.id, WEBHOOK_CURSOR);
 }
+
+/** Whether the application has the webhook, and whether it is enabled: null when it has no such webhook. */
+export async function webhookState(db: Db, webhookId: string, appId: string): Promise<{ enabled: boolean } | null> {
+  const row = await db
+    .prepare(`SELECT is_enabled FROM webhooks WHERE ${OWNED}`)
+    .bind(webhookId, appId)
+    .first<{ is_enabled: number }>();
+  return row === null ? null : { enabled: row.is_enabled === 1 };
+}
+
+/** What sending to a webhook needs: where, with which secrets, how fast, whether at all. */
+export interface SendingRow {
+  app_id: string;
+  url: string;
+  is_enabled: number;
+  secret: string | null;
+  previous_secret: string | null;
+  previous_secret_until: string | null;
+  rate_limit: number | null;
+}
+
+/** The webhook as sending needs it, or null when it is gone. */
+export function sendingRow(db: Db, webhookId: string): Promise<SendingRow | null> {
+  return db
+    .prepare(
+      `SELECT app_id, url, is_enabled, secret, previous_secret, previous_secret_until, rate_limit
+       FROM webhooks WHERE webhook_id = CAST(?1 AS INTEGER)`,
+    )
+    .bind(webhookId)
+    .first<SendingRow>();
+}

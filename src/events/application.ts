@@ -1,0 +1,92 @@
+// One Durable Object per application: its events (publishing is idempotent per source key), the
+// ids and index of its deliveries, and their handover to the endpoints' objects, which hold and
+// send them. A handover that fails stays in the outbox and the alarm tries again, so a stored
+// event never loses a delivery. Each application's storage is its own: one that is full, or
+// failing, fails only its own publishes.
+import { DurableObject } from 'cloudflare:workers';
+import { deliveryConfig } from '../core/delivery-settings';
+import { log } from '../core/log';
+import {
+  type EventToStore,
+  handedOver,
+  insertMovedEvents,
+  type MovedEvent,
+  migrateApplication,
+  oldestEvent,
+  outbox,
+  outboxEmpty,
+  purgeEvents,
+  type StoredEvent,
+  storeEvents,
+  webhookOf,
+} from './store';
+
+/** How soon the alarm tries again a handover that failed (or never finished). */
+const HANDOVER_RETRY_MS = 5_000;
+/** Deliveries one handover takes from the outbox. */
+const HANDOVER_ROWS = 500;
+const PURGE_ROWS = 1000;
+const HOUR_MS = 3_600_000;
+
+export class Application extends DurableObject<CloudflareBindings> {
+  constructor(ctx: DurableObjectState, env: CloudflareBindings) {
+    super(ctx, env);
+    migrateApplication(ctx.storage.sql);
+  }
+
+  /**
+   * Stores the events (all or nothing), each with a delivery to every webhook of `targets[i]`,
+   * and hands the deliveries to their endpoints before answering. Returns each event's id (an
+   * earlier one's for an id or source key published before) and the deliveries made now.
+   */
+  async publish(events: EventToStore[], targets: string[][]): Promise<StoredEvent[]> {
+    // The alarm is set before the write: should the handover below never finish, it does it.
+    const alarm = await this.ctx.storage.getAlarm();
+    if (alarm === null || alarm > Date.now() + HANDOVER_RETRY_MS) {
+      await this.ctx.storage.setAlarm(Date.now() + HANDOVER_RETRY_MS);
+    }
+    const stored = this.ctx.storage.transactionSync(() => storeEvents(this.ctx.storage.sql, events, targets));
+    if (stored.some((s) => s.deliveryIds.length > 0)) await this.handOver();
+    return stored;
+  }
+
+  /** The webhook whose endpoint holds the delivery, or null when the application has none such. */
+  locate(deliveryId: string): string | null {
+    return webhookOf(this.ctx.storage.sql, deliveryId);
+  }
+
+  /** Events and delivery index rows moved from D1 (a repeat changes nothing). */
+  moveIn(events: MovedEvent[], deliveries: { delivery_id: string; webhook_id: string; created_at: string }[]): void {
+    this.ctx.storage.transactionSync(() => insertMovedEvents(this.ctx.storage.sql, events, deliveries));
+  }
+
+  override async alarm(): Promise<void> {
+    const handed = await this.handOver();
+    const days = deliveryConfig(this.env).retentionDays;
+    const rows = purgeEvents(this.ctx.storage, new Date(Date.now() - days * 86_400_000).toISOString(), PURGE_ROWS);
+    if (rows > 0) log('info', { msg: 'expired events purged', rows });
+    const oldest = oldestEvent(this.ctx.storage.sql);
+    if (!handed || !outboxEmpty(this.ctx.storage.sql)) {
+      await this.ctx.storage.setAlarm(Date.now() + HANDOVER_RETRY_MS);
+    } else if (oldest !== null) {
+      await this.ctx.storage.setAlarm(Math.max(oldest + days * 86_400_000, Date.now() + HOUR_MS));
+    }
+  }
+
+  /** Hands the outbox's deliveries to their endpoints' objects; false when one could not be. */
+  private async handOver(): Promise<boolean> {
+    const byWebhook = outbox(this.ctx.storage.sql, HANDOVER_ROWS);
+    const results = await Promise.allSettled(
+      [...byWebhook].map(async ([webhookId, deliveries]) => {
+        await this.env.ENDPOINTS.getByName(webhookId).enqueue(webhookId, deliveries);
+        handedOver(
+          this.ctx.storage.sql,
+          deliveries.map((d) => d.delivery_id),
+        );
+      }),
+    );
+    const failed = results.filter((r) => r.status === 'rejected');
+    for (const r of failed) log('error', { msg: 'could not hand deliveries to their endpoint; retried' }, r.reason);
+    return failed.length === 0;
+  }
+}
