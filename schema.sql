@@ -75,6 +75,11 @@ CREATE TABLE IF NOT EXISTS idempotency_keys (
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS idempotency_keys_by_age ON idempotency_keys (created_at);
 
+-- The tables below (events, deliveries, delivery_attempts, delivery_stats) are the release before's:
+-- events, deliveries and attempts now live in Durable Objects (docs/storage.md). The Cron Trigger
+-- moves what the release before stored here, so they are empty once an upgrade is over; a later
+-- release drops them.
+--
 -- An event the platform published, and the exact body every attempt of it sends.
 -- source_key makes publishing idempotent per application: 'id:' + the publisher's id, or
 -- 'msg:' + the queue message's id; NULL when neither (each publish is then a new event).
@@ -113,11 +118,16 @@ CREATE TABLE IF NOT EXISTS deliveries (
   last_status     INTEGER,
   last_error      TEXT,
   created_at      TEXT    NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
+  -- The move to the Durable Objects: when the delivery was claimed (taken from the release
+  -- before), and its next attempt time then (next_attempt_at is NULL once claimed).
+  move_claimed_at TEXT,
+  move_due_at     TEXT,
   UNIQUE (event_id, webhook_id)
 );
 CREATE INDEX IF NOT EXISTS deliveries_by_webhook ON deliveries (webhook_id, delivery_id);
 CREATE INDEX IF NOT EXISTS deliveries_due ON deliveries (next_attempt_at) WHERE status = 'pending';
 CREATE INDEX IF NOT EXISTS deliveries_by_age ON deliveries (created_at);
+CREATE INDEX IF NOT EXISTS deliveries_claimed ON deliveries (move_claimed_at) WHERE move_claimed_at IS NOT NULL;
 
 -- Every attempt as it happened: HTTP status or error kind, duration, the first 1 KiB of the reply.
 CREATE TABLE IF NOT EXISTS delivery_attempts (

@@ -1,4 +1,5 @@
-// Queues: a producer that keeps what is sent, and the Worker's consumers run on chosen batches.
+// Queues: a producer that keeps what is sent, and the Worker's consumers run on chosen batches
+// (the events queue; the deliveries queue is the release before's, only acknowledged now).
 import { createExecutionContext, createMessageBatch, env, getQueueResult } from 'cloudflare:test';
 import worker from '../../src/index';
 
@@ -50,11 +51,3 @@ export async function consume(
   await worker.queue(batch, { ...env, ...overrides } as CloudflareBindings);
   return { result: await getQueueResult(batch, ctx), ids: messages.map((m) => m.id), retries };
 }
-
-/** Runs the deliveries consumer on these deliveries' messages. */
-export const deliver = (ids: string[], overrides: Record<string, unknown> = {}) =>
-  consume(
-    DELIVERIES_QUEUE,
-    ids.map((delivery_id) => ({ delivery_id })),
-    overrides,
-  );

@@ -1,7 +1,8 @@
 // Requests to the Worker: its addresses, one helper per method, its entry point with other bindings.
 import { createExecutionContext, env, SELF, waitOnExecutionContext } from 'cloudflare:test';
 import worker from '../../src/index';
-import { fakeQueue } from './queues';
+import { webhooksOf } from './database';
+import { deliveriesOfEvent } from './objects';
 import { expectValue } from './replies';
 import { bearer, platformToken, tokenFor } from './tokens';
 
@@ -63,7 +64,7 @@ export const fetchWith = (overrides: Record<string, unknown>, request: Request) 
 
 /**
  * Calls the Worker's fetch with some bindings changed, and waits for the work it left running
- * after the reply (waitUntil: queueing deliveries).
+ * after the reply (waitUntil).
  */
 export async function fetchAndWait(overrides: Record<string, unknown>, request: Request): Promise<Response> {
   const ctx = createExecutionContext();
@@ -92,18 +93,20 @@ export async function registerWebhook(app: string, body: Record<string, unknown>
   return { id: String(value.webhook_id), secret: value.secret };
 }
 
-/** Publishes an event for `app` with a platform token; returns its id and the deliveries it queued. */
+/**
+ * Publishes an event for `app` with a platform token; returns its id and the deliveries it made
+ * (found at the endpoints of the application's webhooks, as D1 lists them).
+ */
 export async function publishEvent(app: string, type = 'NEW_NFT', data: Record<string, unknown> = { token: '1' }) {
-  const queue = fakeQueue();
-  const res = await fetchAndWait(
-    { DELIVERIES: queue.binding },
-    eventRequest({ app_id: app, type, data }, bearer(await platformToken())),
-  );
+  const res = await fetchAndWait({}, eventRequest({ app_id: app, type, data }, bearer(await platformToken())));
   const { value } = await expectValue<{ event_id: string }>(res, 202);
-  return { eventId: value.event_id, deliveryIds: queue.sent.map((m) => (m as { delivery_id: string }).delivery_id) };
+  const deliveryIds: string[] = [];
+  for (const hook of await webhooksOf(app))
+    deliveryIds.push(...(await deliveriesOfEvent(hook.webhook_id, value.event_id)));
+  return { eventId: value.event_id, deliveryIds };
 }
 
-/** Publishes an event of `type` (data `{}`) for `app`; returns the ids of the deliveries it queued. */
+/** Publishes an event of `type` (data `{}`) for `app`; returns the ids of the deliveries it made. */
 export const publishDeliveries = async (app: string, type = 'NEW_NFT') =>
   (await publishEvent(app, type, {})).deliveryIds;
 
@@ -117,21 +120,19 @@ export const readLog = (query: string, headers: Record<string, string>, override
 
 /**
  * POST of `body` (a string as it is, anything else as JSON) to `/v1.0/app/nft/webhook/<path>`
- * (`test`, `recover`, `secret`); returns the reply and the deliveries it queued.
+ * (`test`, `recover`, `secret`, `delivery/resend`).
  */
 export const postJson = (
   path: string,
   body: unknown,
   headers: Record<string, string>,
   overrides: Record<string, unknown> = {},
-) => {
-  const queue = fakeQueue();
-  return fetchAndWait(
-    { DELIVERIES: queue.binding, ...overrides },
+) =>
+  fetchAndWait(
+    overrides,
     new Request(`${ORIGIN}/v1.0/app/nft/webhook/${path}`, {
       method: 'POST',
       headers: { 'content-type': 'application/json', ...headers },
       body: typeof body === 'string' ? body : JSON.stringify(body),
     }),
-  ).then((res) => ({ res, sent: queue.sent as { delivery_id: string }[] }));
-};
+  ).then((res) => ({ res }));
