@@ -55,9 +55,9 @@ const workers = {
         },
         // DB: the service's. The others are for the schema tests: one made from schema.sql, one
         // made from an earlier release's schema and upgraded.
-        // The Worker's producers send to queues without a consumer: the tests call the consumers
-        // themselves (createMessageBatch), so a test sees exactly the attempts it asks for.
-        queueProducers: { EVENTS: 'test-events', DELIVERIES: 'test-deliveries' },
+        // The events producer sends to a queue without a consumer: the tests call the consumers
+        // themselves (createMessageBatch). Deliveries are sent by the endpoints' objects.
+        queueProducers: { EVENTS: 'test-events' },
         d1Databases: { DB: 'db', SCHEMA_DB: 'schema-db', UPGRADE_DB: 'upgrade-db' },
         // Rate limiter state is shared by all test files: the suite runs without limits, and the
         // limit tests use their own small limiters.
