@@ -5,7 +5,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { applicationOf, applicationSql, deliverDue, endpointSql } from './helpers/objects';
 import { receiver } from './helpers/receiver';
 import { expectEnvelope, expectValue } from './helpers/replies';
-import { eventRequest, fetchAndWait, registerWebhook } from './helpers/requests';
+import { fetchAndWait, registerWebhook } from './helpers/requests';
 import { bearer, freshApp, platformToken } from './helpers/tokens';
 
 afterEach(() => {
