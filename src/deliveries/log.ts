@@ -40,6 +40,9 @@ export async function readDeliveries(c: Context<AppEnv>): Promise<Response> {
   const appId = c.get('appId');
   if (query.has('delivery_id')) {
     const deliveryId = idParam(query, 'delivery_id');
+    // Answered by the objects alone (no D1, so no X-D1-Bookmark back); a malformed bookmark is
+    // still the 400 it is on every read.
+    sessionStart(c.req.header('x-d1-bookmark'));
     const missing = () => notFound('no such delivery for this application');
     const webhookId = await inObject(() => c.env.APPLICATIONS.getByName(appId).locate(deliveryId));
     if (webhookId === null) throw missing();
