@@ -2,7 +2,7 @@
 import { env } from 'cloudflare:test';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { countingDb } from './helpers/database';
-import { deliver } from './helpers/queues';
+import { deliverDue, endpointSql, makeDue } from './helpers/objects';
 import { receiver } from './helpers/receiver';
 import { expectQueryFail, expectValue } from './helpers/replies';
 import { publishDeliveries, readLog, registerWebhook } from './helpers/requests';
@@ -34,20 +34,37 @@ interface Delivery {
 }
 type Page = { deliveries: Delivery[]; next_cursor: string | null };
 
+/** The delivery ids of a reply, with their exact digits (int64 ids are beyond a double's precision). */
+const idsIn = (text: string) => [...text.matchAll(/"delivery_id":(\d+)/g)].map((m) => m[1] as string);
+
+/** A page of the log, with its ids as they were written. */
+async function page(query: string, headers: Record<string, string>) {
+  const { text, value } = await expectValue<Page>(await readLog(query, headers));
+  return { ...value, ids: idsIn(text) };
+}
+
 describe('GET /v1.0/app/nft/webhook/delivery', () => {
   it('lists a webhook’s deliveries newest first, with the latest attempt of each', async () => {
     const app = freshApp();
     const hook = await registerWebhook(app);
+    // The first delivery is answered 503; the second one's request is held until the end, so the
+    // log shows it pending and not attempted yet.
+    let release = (_res: Response) => {};
+    const held = new Promise<Response>((resolve) => {
+      release = resolve;
+    });
+    receiver((_req, n) => (n === 1 ? new Response('busy', { status: 503 }) : held));
     const first = await publishDeliveries(app, 'NEW_NFT');
+    await deliverDue(hook.id);
     const second = await publishDeliveries(app, 'MOD_NFT');
-    receiver(() => new Response('busy', { status: 503 }));
-    await deliver(first);
     const headers = bearer(await tokenFor(app));
-    const { value } = await expectValue<Page>(await readLog(`webhook_id=${hook.id}`, headers));
+    const { text, value } = await expectValue<Page>(await readLog(`webhook_id=${hook.id}`, headers));
+    release(new Response('busy', { status: 503 }));
+    await deliverDue(hook.id);
     expect(value.next_cursor).toBeNull();
-    expect(value.deliveries.map((d) => d.delivery_id)).toEqual([Number(second[0]), Number(first[0])]);
+    expect(idsIn(text)).toEqual([second[0], first[0]]);
     expect(value.deliveries[0]).toEqual({
-      delivery_id: Number(second[0]),
+      delivery_id: expect.any(Number),
       event_id: expect.stringMatching(/^evt_/),
       type: 'MOD_NFT',
       status: 'pending',
@@ -70,44 +87,53 @@ describe('GET /v1.0/app/nft/webhook/delivery', () => {
   it('pages with a cursor that neither repeats nor skips while deliveries are added, and filters by status', async () => {
     const app = freshApp();
     const hook = await registerWebhook(app);
+    // Every other request succeeds; the rest answer 503 and stay pending.
+    receiver((_req, n) => new Response(null, { status: n % 2 === 1 ? 200 : 503 }));
     const made: string[] = [];
     for (let i = 0; i < 5; i++) made.push(...(await publishDeliveries(app)));
     const headers = bearer(await tokenFor(app));
-    const seen: number[] = [];
+    const seen: string[] = [];
     let cursor: string | null = null;
     do {
       const query: string = `webhook_id=${hook.id}&limit=2${cursor === null ? '' : `&cursor=${cursor}`}`;
-      const { value }: { value: Page } = await expectValue<Page>(await readLog(query, headers));
-      seen.push(...value.deliveries.map((d) => d.delivery_id));
-      cursor = value.next_cursor;
+      const { ids, next_cursor }: { ids: string[]; next_cursor: string | null } = await page(query, headers);
+      seen.push(...ids);
+      cursor = next_cursor;
       // Newer deliveries arrive between pages: they belong before the first page, not in the rest.
       await publishDeliveries(app);
     } while (cursor !== null);
-    expect(seen).toEqual([...made].reverse().map(Number));
+    expect(seen).toEqual([...made].reverse());
 
-    receiver();
-    await deliver(made.slice(0, 2));
-    const ok = await expectValue<Page>(await readLog(`webhook_id=${hook.id}&status=succeeded`, headers));
-    expect(ok.value.deliveries.map((d) => d.delivery_id).sort()).toEqual(made.slice(0, 2).map(Number).sort());
+    await deliverDue(hook.id);
+    const stored = await endpointSql<{ id: string; status: string }>(
+      hook.id,
+      'SELECT CAST(delivery_id AS TEXT) AS id, status FROM deliveries ORDER BY delivery_id DESC',
+    );
+    const withStatus = (status: string) => stored.filter((d) => d.status === status).map((d) => d.id);
+    expect(withStatus('succeeded').length).toBeGreaterThan(0);
+    expect(withStatus('pending').length).toBeGreaterThan(0);
+    for (const status of ['succeeded', 'pending', 'failed']) {
+      expect((await page(`webhook_id=${hook.id}&status=${status}`, headers)).ids, status).toEqual(withStatus(status));
+    }
   });
 
   it('filters by event type, with status and pages alike; a malformed type is 400', async () => {
     const app = freshApp();
     const hook = await registerWebhook(app);
+    receiver(() => new Response('busy', { status: 503 }));
     const minted = [...(await publishDeliveries(app, 'NEW_NFT')), ...(await publishDeliveries(app, 'NEW_NFT'))];
     const modified = await publishDeliveries(app, 'MOD_NFT');
     const headers = bearer(await tokenFor(app));
-    const of = async (query: string) =>
-      (await expectValue<Page>(await readLog(`webhook_id=${hook.id}&${query}`, headers))).value;
+    const of = (query: string) => page(`webhook_id=${hook.id}&${query}`, headers);
 
-    expect((await of('type=NEW_NFT')).deliveries.map((d) => String(d.delivery_id))).toEqual([...minted].reverse());
-    expect((await of('type=MOD_NFT')).deliveries.map((d) => [String(d.delivery_id), d.type])).toEqual(
-      modified.map((id) => [id, 'MOD_NFT']),
-    );
+    expect((await of('type=NEW_NFT')).ids).toEqual([...minted].reverse());
+    const mod = await of('type=MOD_NFT');
+    expect(mod.ids).toEqual(modified);
+    expect(mod.deliveries.map((d) => d.type)).toEqual(['MOD_NFT']);
     const first = await of('type=NEW_NFT&limit=1');
-    expect(first.deliveries.map((d) => String(d.delivery_id))).toEqual([minted[1]]);
+    expect(first.ids).toEqual([minted[1]]);
     const second = await of(`type=NEW_NFT&limit=1&cursor=${first.next_cursor}`);
-    expect(second.deliveries.map((d) => String(d.delivery_id))).toEqual([minted[0]]);
+    expect(second.ids).toEqual([minted[0]]);
     expect(second.next_cursor).toBeNull();
     expect((await of('type=NEW_NFT&status=failed')).deliveries).toEqual([]);
     expect((await of('type=webhook.test')).deliveries).toEqual([]);
@@ -120,19 +146,20 @@ describe('GET /v1.0/app/nft/webhook/delivery', () => {
 
   it('answers one delivery with its attempt log, oldest first', async () => {
     const app = freshApp();
-    await registerWebhook(app);
-    const [id] = await publishDeliveries(app);
+    const hook = await registerWebhook(app);
     receiver((_, n) => (n === 1 ? new Response('down', { status: 500 }) : new Response('fine')));
-    await deliver([id!]);
-    await env.DB.prepare(
-      `UPDATE deliveries SET next_attempt_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now') WHERE delivery_id = ?1`,
-    )
-      .bind(id)
-      .run();
-    await deliver([id!]);
-    const { value } = await expectValue<Delivery>(await readLog(`delivery_id=${id}`, bearer(await tokenFor(app))));
+    const [id] = await publishDeliveries(app);
+    await deliverDue(hook.id);
+    await makeDue(hook.id, id!);
+    await deliverDue(hook.id);
+    const res = await readLog(`delivery_id=${id}`, bearer(await tokenFor(app)));
+    // Read from the objects alone: no D1 session, so no X-D1-Bookmark.
+    expect(res.headers.get('x-d1-bookmark')).toBeNull();
+    const text = await res.text();
+    const { value } = JSON.parse(text) as { value: Delivery };
+    expect({ status: res.status, body: JSON.parse(text).return }).toEqual({ status: 200, body: 0 });
+    expect(idsIn(text)).toEqual([id]);
     expect(value).toMatchObject({
-      delivery_id: Number(id),
       status: 'succeeded',
       attempts: 2,
       last_status: 200,
@@ -162,6 +189,7 @@ describe('GET /v1.0/app/nft/webhook/delivery', () => {
     const app = freshApp();
     const other = freshApp();
     const theirs = await registerWebhook(other);
+    receiver();
     const [theirDelivery] = await publishDeliveries(other);
     const headers = bearer(await tokenFor(app));
     for (const [foreign, missing] of [

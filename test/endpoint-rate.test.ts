@@ -1,35 +1,72 @@
 import { env, runInDurableObject } from 'cloudflare:test';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { admit, newSchedule } from '../src/core/send-rate';
-import { deliver } from './helpers/queues';
+import { admit, newSchedule, type SendSchedule } from '../src/core/send-rate';
+import { sendDue } from '../src/deliveries/send';
+import { insertDeliveries, rememberWebhook } from '../src/deliveries/store/endpoint';
+import { deliverDue, endpointOf, storedAttempts } from './helpers/objects';
 import { receiver } from './helpers/receiver';
-import { publishEvent, registerWebhook } from './helpers/requests';
+import { registerWebhook } from './helpers/requests';
 import { freshApp } from './helpers/tokens';
 
 afterEach(() => {
   vi.restoreAllMocks();
 });
 
-/** Deliveries as stored, by id. */
-async function deliveries(ids: string[]) {
-  const { results } = await env.DB.prepare(
-    `SELECT CAST(delivery_id AS TEXT) AS id, status, attempts, next_attempt_at FROM deliveries
-     WHERE delivery_id IN (SELECT CAST(value AS INTEGER) FROM json_each(?1)) ORDER BY delivery_id`,
-  )
-    .bind(JSON.stringify(ids))
-    .all<{ id: string; status: string; attempts: number; next_attempt_at: string | null }>();
-  return results;
+let seq = 0;
+
+/**
+ * `count` deliveries stored at the webhook's endpoint, due now, as its application's object hands
+ * them over but without setting the alarm: only the passes the test runs send them.
+ */
+async function pendingAt(webhookId: string, appId: string, count: number): Promise<string[]> {
+  const now = new Date().toISOString();
+  const base = (BigInt(Date.now() - 1_577_836_800_000) << 20n) + BigInt(++seq * 1000);
+  const ids = Array.from({ length: count }, (_, i) => String(base + BigInt(i)));
+  await runInDurableObject(endpointOf(webhookId), (_instance, state) => {
+    rememberWebhook(state.storage.sql, webhookId);
+    insertDeliveries(
+      state.storage.sql,
+      ids.map((id) => ({
+        delivery_id: id,
+        event_id: `evt_${id}`,
+        message_id: `evt_${id}`,
+        app_id: appId,
+        type: 'NEW_NFT',
+        payload: '{}',
+        created_at: now,
+      })),
+    );
+  });
+  return ids;
 }
 
-/** A deliveries queue producer that keeps each message with its delay. */
-function capturingQueue() {
-  const sent: { body: { delivery_id: string; gen?: number }; delaySeconds?: number }[] = [];
-  const binding = {
-    sendBatch: async (messages: Iterable<{ body: unknown; delaySeconds?: number }>) => {
-      for (const m of messages) sent.push(m as (typeof sent)[number]);
-    },
-  } as unknown as Queue;
-  return { sent, binding };
+/** The schedule the endpoint's object keeps (its own, across passes and alarms). */
+const scheduleOf = (instance: unknown) => (instance as { schedule: SendSchedule }).schedule;
+
+/**
+ * One sending pass of the webhook's endpoint, in its object, with its own schedule and these
+ * settings (the test env's, with `settings` changed); returns when the object should send again.
+ */
+function pass(webhookId: string, settings: Record<string, string> = {}): Promise<number | null> {
+  return runInDurableObject(endpointOf(webhookId), (instance, state) =>
+    sendDue(
+      { webhookId, storage: state.storage, schedule: scheduleOf(instance) },
+      { ...env, ...settings } as CloudflareBindings,
+      (input, init) => fetch(input, init),
+    ),
+  );
+}
+
+/** Deliveries as the endpoint stores them, in the order of `ids`. */
+async function stored(webhookId: string, ids: string[]) {
+  const rows = await runInDurableObject(endpointOf(webhookId), (_instance, state) =>
+    state.storage.sql
+      .exec<{ id: string; status: string; attempts: number; next_attempt_at: string | null }>(
+        `SELECT CAST(delivery_id AS TEXT) AS id, status, attempts, next_attempt_at FROM deliveries ORDER BY delivery_id`,
+      )
+      .toArray(),
+  );
+  return ids.map((id) => rows.find((r) => r.id === id));
 }
 
 describe('admit: an endpoint schedule of `rate` starts a second, with a burst of one second', () => {
@@ -75,100 +112,126 @@ describe('admit: an endpoint schedule of `rate` starts a second, with a burst of
 });
 
 describe('each endpoint is sent at most ENDPOINT_RATE_LIMIT attempts a second', () => {
-  it('attempts as many as the rate allows; the others come back at their slot, neither failed nor counted, and another endpoint is not held back', async () => {
+  it('attempts as many as the rate allows; the others wait for their slot, neither failed nor counted, and another endpoint is not held back', async () => {
     const [a, b] = [freshApp(), freshApp()];
-    await registerWebhook(a);
-    await registerWebhook(b);
-    const busyIds: string[] = [];
-    for (let i = 0; i < 5; i++) busyIds.push(...(await publishEvent(a)).deliveryIds);
-    const otherIds: string[] = [];
-    for (let i = 0; i < 2; i++) otherIds.push(...(await publishEvent(b)).deliveryIds);
+    const busy = await registerWebhook(a);
+    const other = await registerWebhook(b);
+    const busyIds = await pendingAt(busy.id, a, 5);
+    await pendingAt(other.id, b, 2);
     const { requests } = receiver(() => new Response(null, { status: 204 }));
-    const queue = capturingQueue();
+    const rate2 = { ENDPOINT_RATE_LIMIT: '2' };
     const started = Date.now();
-    const overrides = { ENDPOINT_RATE_LIMIT: '2', DELIVERIES: queue.binding };
 
-    const { result, ids, retries } = await deliver([...busyIds, ...otherIds], overrides);
-
+    // One pass admits as many as the rate allows (a burst of one second's worth: 2); the first one
+    // held is promised the next slot, and the pass asks to be woken then.
+    const wake = await pass(busy.id, rate2);
+    expect(await pass(other.id, rate2)).toBeNull();
     const hosts = requests.map((r) => new URL(r.url).host);
     expect(hosts.filter((h) => h === `${a}.example.com`)).toHaveLength(2);
     expect(hosts.filter((h) => h === `${b}.example.com`)).toHaveLength(2);
-    // Every message is acknowledged: the three held back come again as new messages (a wait is
-    // no retry of the queue's), after 1, 1 and 2 seconds: their slots at the endpoint's rate.
-    expect(result.explicitAcks.sort()).toEqual([...ids].sort());
-    expect(retries).toEqual({});
-    expect(queue.sent).toEqual(
-      busyIds.slice(2).map((id, i) => ({ body: { delivery_id: id }, contentType: 'json', delaySeconds: [1, 1, 2][i] })),
-    );
-    const stored = await deliveries(busyIds);
-    expect(stored.map((d) => [d.status, d.attempts])).toEqual([
+    expect(wake).not.toBeNull();
+    // Only the first one held is promised a slot (the ones after it are not looked at yet).
+    const promised = await runInDurableObject(endpointOf(busy.id), (instance) => [
+      ...scheduleOf(instance).promised.entries(),
+    ]);
+    expect(promised).toEqual([[busyIds[2], wake]]);
+    expect(wake! - started).toBeGreaterThanOrEqual(400);
+    expect(wake! - Date.now()).toBeLessThanOrEqual(500);
+    const before = await stored(busy.id, busyIds);
+    expect(before.map((d) => [d?.status, d?.attempts])).toEqual([
       ['succeeded', 1],
       ['succeeded', 1],
       ['pending', 0],
       ['pending', 0],
       ['pending', 0],
     ]);
-    for (const d of stored.slice(2)) {
-      const wait = Date.parse(d.next_attempt_at as string) - started;
-      expect(wait).toBeGreaterThanOrEqual(900);
-      expect(wait).toBeLessThan(4000);
-    }
+    // Held back is no attempt: nothing recorded, and still due when they were.
+    for (const id of busyIds.slice(2)) expect(await storedAttempts(busy.id, id)).toEqual([]);
+    for (const d of before.slice(2)) expect(Date.parse(d!.next_attempt_at!)).toBeLessThanOrEqual(started);
 
-    // Back before their slots: still held, nothing sent; at their slots, each is attempted.
-    const early = await deliver(busyIds.slice(2), overrides);
+    // Back before the slot: still held, nothing sent, and the same slot asked for.
+    expect(await pass(busy.id, rate2)).toBe(wake);
     expect(requests).toHaveLength(4);
-    expect(early.result.explicitAcks).toHaveLength(3);
+    // Later, at the rate, each is attempted, once.
     await new Promise((resolve) => setTimeout(resolve, 1600));
-    await deliver(busyIds.slice(2), overrides);
+    expect(await pass(busy.id, rate2)).toBeNull();
     expect(requests).toHaveLength(7);
-    expect((await deliveries(busyIds)).map((d) => d.attempts)).toEqual([1, 1, 1, 1, 1]);
+    expect((await stored(busy.id, busyIds)).map((d) => [d?.status, d?.attempts])).toEqual(
+      busyIds.map(() => ['succeeded', 1]),
+    );
   });
 
-  it("keeps the schedule in the endpoint's own object, shared by every consumer invocation", async () => {
+  it("keeps the schedule in the endpoint's own object, shared by every pass", async () => {
     const app = freshApp();
     const hook = await registerWebhook(app);
-    const ids: string[] = [];
-    for (let i = 0; i < 3; i++) ids.push(...(await publishEvent(app)).deliveryIds);
+    await pendingAt(hook.id, app, 3);
     const { requests } = receiver(() => new Response(null, { status: 204 }));
-    const overrides = { ENDPOINT_RATE_LIMIT: '2', DELIVERIES: capturingQueue().binding };
-    // Three invocations at once, one message each: the rate of 2 holds across them.
-    await Promise.all(ids.map((id) => deliver([id], overrides)));
+    const rate2 = { ENDPOINT_RATE_LIMIT: '2' };
+    // Three passes, each a call of its own into the object: the rate of 2 holds across them.
+    const wakes = [await pass(hook.id, rate2), await pass(hook.id, rate2), await pass(hook.id, rate2)];
     expect(requests).toHaveLength(2);
-    const next = await runInDurableObject(env.ENDPOINTS.getByName(hook.id), (instance) =>
-      (instance as unknown as { admit(ids: string[], rate: number): number[] }).admit(['newcomer'], 2),
+    expect(new Set(wakes).size).toBe(1);
+    const next = await runInDurableObject(endpointOf(hook.id), (instance) =>
+      admit(scheduleOf(instance), 'newcomer', 2, Date.now()),
     );
-    expect(next[0]).toBeGreaterThan(0);
+    expect(next).toBeGreaterThan(0);
   });
 
   it('applies 50 a second when ENDPOINT_RATE_LIMIT is not set, and refuses a value out of 1-1000 (deliveries wait)', async () => {
     const app = freshApp();
-    await registerWebhook(app);
-    const ids: string[] = [];
-    for (let i = 0; i < 3; i++) ids.push(...(await publishEvent(app)).deliveryIds);
+    const hook = await registerWebhook(app);
+    const ids = await pendingAt(hook.id, app, 3);
     const { requests } = receiver(() => new Response(null, { status: 204 }));
     const error = vi.spyOn(console, 'error').mockImplementation(() => {});
 
-    const refused = await deliver(ids, { ENDPOINT_RATE_LIMIT: '1001' });
+    // The object's own sending, with ENDPOINT_RATE_LIMIT out of range: nothing is sent, the log
+    // names the setting, and the alarm comes back later.
+    const refused = await runInDurableObject(endpointOf(hook.id), async (instance, state) => {
+      const object = instance as unknown as { env: CloudflareBindings; deliverDue(): Promise<void> };
+      const own = object.env;
+      object.env = { ...own, ENDPOINT_RATE_LIMIT: '1001' } as unknown as CloudflareBindings;
+      try {
+        const at = Date.now();
+        await object.deliverDue();
+        return { at, alarm: await state.storage.getAlarm() };
+      } finally {
+        object.env = own;
+      }
+    });
     expect(requests).toHaveLength(0);
-    expect(refused.result.retryBatch.retry).toBe(true);
     expect(error.mock.calls.some((c) => String(c[0]).includes('ENDPOINT_RATE_LIMIT'))).toBe(true);
+    expect(refused.alarm! - refused.at).toBeGreaterThan(1000);
+    expect((await stored(hook.id, ids)).map((d) => [d?.status, d?.attempts])).toEqual(ids.map(() => ['pending', 0]));
+    // A pass itself refuses the setting (the object logs it and waits, as above).
+    await expect(pass(hook.id, { ENDPOINT_RATE_LIMIT: '0' })).rejects.toMatchObject({
+      name: 'ConfigError',
+      setting: 'ENDPOINT_RATE_LIMIT',
+    });
+    expect(requests).toHaveLength(0);
 
-    const { result } = await deliver(ids);
+    // Not set: 50 a second, so all three at once, each 20 ms of the schedule.
+    const started = Date.now();
+    await deliverDue(hook.id);
+    const ended = Date.now();
     expect(requests).toHaveLength(3);
-    expect(result.explicitAcks).toHaveLength(3);
+    expect((await stored(hook.id, ids)).map((d) => [d?.status, d?.attempts])).toEqual(ids.map(() => ['succeeded', 1]));
+    const tat = await runInDurableObject(endpointOf(hook.id), (instance) => scheduleOf(instance).tat);
+    expect(tat).toBeGreaterThanOrEqual(started + 60);
+    expect(tat).toBeLessThanOrEqual(ended + 60);
   });
 });
 
 describe("a webhook's own rate_limit", () => {
   it('lowers the rate for that webhook only, and never raises it above ENDPOINT_RATE_LIMIT', async () => {
     const app = freshApp();
-    await registerWebhook(app, { rate_limit: 1 });
-    await registerWebhook(app, { url: `https://${app}.example.com/fast`, rate_limit: 1000 });
-    const ids: string[] = [];
-    for (let i = 0; i < 3; i++) ids.push(...(await publishEvent(app)).deliveryIds);
+    const slow = await registerWebhook(app, { rate_limit: 1 });
+    const fast = await registerWebhook(app, { url: `https://${app}.example.com/fast`, rate_limit: 1000 });
+    await pendingAt(slow.id, app, 3);
+    await pendingAt(fast.id, app, 3);
     const { requests } = receiver(() => new Response(null, { status: 204 }));
 
-    await deliver(ids, { ENDPOINT_RATE_LIMIT: '2', DELIVERIES: capturingQueue().binding });
+    await pass(slow.id, { ENDPOINT_RATE_LIMIT: '2' });
+    await pass(fast.id, { ENDPOINT_RATE_LIMIT: '2' });
 
     const paths = requests.map((r) => new URL(r.url).pathname);
     // rate_limit 1: one attempt now; 1000, above the service's 2: two.

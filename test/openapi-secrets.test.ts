@@ -1,7 +1,8 @@
 import { Webhook as StandardWebhook } from 'standardwebhooks';
 import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { SECRET_PATH } from '../src/webhooks/routes';
-import { insertWebhook } from './helpers/database';
+import { insertWebhook, webhooksOf } from './helpers/database';
+import { deliverDue } from './helpers/objects';
 import {
   broken,
   doc,
@@ -16,7 +17,6 @@ import {
   sizedBody,
   validate,
 } from './helpers/openapi';
-import { consume, DELIVERIES_QUEUE, fakeQueue } from './helpers/queues';
 import { type Received, receiver } from './helpers/receiver';
 import { expectValue, SECRET, type Webhook } from './helpers/replies';
 import { eventRequest, fetchAndWait, fetchWith, MAX_BODY_BYTES, PATH, secretRequest, URL_ } from './helpers/requests';
@@ -165,14 +165,13 @@ describe('docs/openapi.json: rotating a secret', () => {
 
   it('signs a delivery made then as webhooks.nftEvent says: two signatures, the new secret’s first', async () => {
     const rotated = (values.get('200') as { secret: string }).secret;
-    const queue = fakeQueue();
+    const { requests } = receiver();
     const published = await fetchAndWait(
-      { DELIVERIES: queue.binding },
+      {},
       eventRequest({ app_id: 'app-r', type: 'nft.minted', data: {} }, bearer(await platformToken())),
     );
     await expectValue(published, 202);
-    const { requests } = receiver();
-    await consume(DELIVERIES_QUEUE, queue.sent);
+    await deliverDue(...(await webhooksOf('app-r')).map((w) => w.webhook_id));
     const request = requests.find((r) => r.url === hook.url) as Received;
     const operation = resolve(doc.webhooks.nftEvent.post) as {
       parameters: { name: string; required?: boolean; schema: unknown }[];

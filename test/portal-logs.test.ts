@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { fakeQueue } from './helpers/queues';
+import { deliverDue } from './helpers/objects';
+import { receiver } from './helpers/receiver';
 import { fetchAndWait, ORIGIN, PATH, publishEvent, registerWebhook } from './helpers/requests';
 import { bearer, tokenFor } from './helpers/tokens';
 
@@ -11,6 +12,7 @@ describe('the request log names the portal operations', () => {
   it('patch, stats, resend and event-types, with the webhook id and the code', async () => {
     const app = 'logs-portal';
     const { id } = await registerWebhook(app);
+    receiver();
     const { deliveryIds } = await publishEvent(app);
     const token = bearer(await tokenFor(app));
     const lines: Record<string, unknown>[] = [];
@@ -19,7 +21,7 @@ describe('the request log names the portal operations', () => {
     });
     const send = (method: string, path: string, body?: unknown) =>
       fetchAndWait(
-        { DELIVERIES: fakeQueue().binding },
+        {},
         new Request(ORIGIN + path, {
           method,
           headers: { ...token, 'content-type': 'application/json' },
@@ -40,5 +42,7 @@ describe('the request log names the portal operations', () => {
       ['patch', 400, 64062, null],
     ]);
     expect(requests.map((l) => l.d1_attempts)).toEqual([1, 1, 1, 0, 0]);
+    // The resent delivery is sent while the receiver is still in place.
+    await deliverDue(id);
   });
 });

@@ -3,7 +3,7 @@ import { env } from 'cloudflare:test';
 import { Webhook as StandardWebhook } from 'standardwebhooks';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { auditRows, insertWebhook } from './helpers/database';
-import { deliver } from './helpers/queues';
+import { deliverDue } from './helpers/objects';
 import { receiver } from './helpers/receiver';
 import { expectSecretFail, expectValue, SECRET } from './helpers/replies';
 import { fetchAndWait, ORIGIN, postJson, publishDeliveries, registerWebhook } from './helpers/requests';
@@ -28,7 +28,9 @@ describe('POST /v1.0/app/nft/webhook/secret: rotation', () => {
     expect(read.value.secret).toBe(value.secret);
 
     const { requests } = receiver();
-    await deliver(await publishDeliveries(app));
+    await publishDeliveries(app);
+    await deliverDue(hook.id);
+    expect(requests).toHaveLength(1);
     const [req] = requests;
     const signatures = req!.headers['webhook-signature']!.split(' ');
     expect(signatures).toHaveLength(2);
@@ -43,7 +45,9 @@ describe('POST /v1.0/app/nft/webhook/secret: rotation', () => {
     await env.DB.prepare(`UPDATE webhooks SET previous_secret_until = ?2 WHERE webhook_id = ?1`)
       .bind(hook.id, new Date(Date.now() - 1000).toISOString())
       .run();
-    await deliver(await publishDeliveries(app));
+    await publishDeliveries(app);
+    await deliverDue(hook.id);
+    expect(requests).toHaveLength(2);
     const late = requests[1]!;
     expect(late.headers['webhook-signature']!.split(' ')).toHaveLength(1);
     expect(() => new StandardWebhook(hook.secret).verify(late.body, late.headers)).toThrow();
@@ -78,7 +82,9 @@ describe('POST /v1.0/app/nft/webhook/secret: rotation', () => {
       replies.map(async ({ res }) => (await expectValue<{ secret: string }>(res)).value.secret),
     );
     const { requests } = receiver();
-    await deliver(await publishDeliveries(app));
+    await publishDeliveries(app);
+    await deliverDue(hook.id);
+    expect(requests).toHaveLength(1);
     for (const secret of secrets)
       expect(new StandardWebhook(secret).verify(requests[0]!.body, requests[0]!.headers)).toBeTruthy();
     expect((await auditRows(hook.id)).filter((a) => a.action === 'rotate_secret')).toHaveLength(2);

@@ -1,8 +1,8 @@
-import { applyD1Migrations, env, SELF } from 'cloudflare:test';
+import { applyD1Migrations, env, runInDurableObject, SELF } from 'cloudflare:test';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { purgeOldDeliveries } from '../src/deliveries/store/maintenance';
+import { insertMoved, purgeDeliveries } from '../src/deliveries/store/endpoint';
 import { countingDb } from './helpers/database';
-import { deliver, fakeQueue } from './helpers/queues';
+import { deliverDue, endpointOf, endpointSql } from './helpers/objects';
 import { receiver } from './helpers/receiver';
 import { expectEnvelope, expectValue } from './helpers/replies';
 import { fetchAndWait, fetchWith, ORIGIN, publishEvent, registerWebhook } from './helpers/requests';
@@ -46,21 +46,55 @@ async function stats(app: string, id: string): Promise<Stats> {
   return value;
 }
 
-/** A delivery (with its event) inserted as the release before would write it, created at `createdAt`. */
-async function insertDelivery(app: string, webhookId: string, createdAt: string, status = 'succeeded') {
+let seq = 0;
+
+/**
+ * A delivery stored at the webhook's endpoint as it would be (as a move from D1 stores one, with
+ * its state), created at `createdAt`, with `attempts` made at the times given. Returns its id.
+ */
+async function insertDelivery(
+  app: string,
+  webhookId: string,
+  createdAt: string,
+  status = 'succeeded',
+  attemptedAt: string[] = [],
+) {
+  const id = String((BigInt(Date.parse(createdAt) - 1_577_836_800_000) << 20n) + BigInt(++seq));
   const eventId = `evt_${crypto.randomUUID().replaceAll('-', '')}`;
-  await env.DB.batch([
-    env.DB.prepare(
-      `INSERT INTO events (event_id, app_id, type, payload, created_at) VALUES (?1, ?2, 'NEW_NFT', '{}', ?3)`,
-    ).bind(eventId, app, createdAt),
-    env.DB.prepare(
-      `INSERT INTO deliveries (event_id, webhook_id, app_id, status, created_at) VALUES (?1, CAST(?2 AS INTEGER), ?3, ?4, ?5)`,
-    ).bind(eventId, webhookId, app, status, createdAt),
-  ]);
-  const row = await env.DB.prepare('SELECT CAST(delivery_id AS TEXT) AS id FROM deliveries WHERE event_id = ?1')
-    .bind(eventId)
-    .first<{ id: string }>();
-  return row!.id;
+  await runInDurableObject(endpointOf(webhookId), (_instance, state) =>
+    insertMoved(
+      state.storage.sql,
+      [
+        {
+          delivery_id: id,
+          event_id: eventId,
+          message_id: eventId,
+          app_id: app,
+          type: 'NEW_NFT',
+          payload: '{}',
+          created_at: createdAt,
+          status,
+          attempts: attemptedAt.length,
+          schedule_start: 0,
+          recovery_id: null,
+          next_attempt_at: null,
+          last_attempt_at: attemptedAt.at(-1) ?? null,
+          last_status: attemptedAt.length > 0 ? 200 : null,
+          last_error: null,
+        },
+      ],
+      attemptedAt.map((at, i) => ({
+        delivery_id: id,
+        attempt: i + 1,
+        attempted_at: at,
+        status: 200,
+        error: null,
+        duration_ms: 5,
+        body: null,
+      })),
+    ),
+  );
+  return id;
 }
 
 describe('GET /v1.0/app/nft/webhook/stats', () => {
@@ -71,29 +105,35 @@ describe('GET /v1.0/app/nft/webhook/stats', () => {
     expect(empty).toMatchObject({ webhook_id: Number(id), last_24h: counts(), last_7d: counts() });
     expect(empty.hourly).toHaveLength(24);
 
-    const ids = [];
-    for (let i = 0; i < 3; i++) ids.push(...(await publishEvent(app)).deliveryIds);
+    // The requests are held until the counts of three pending deliveries are read; then one
+    // answers 200, two answer 500.
+    let open = () => {};
+    const gate = new Promise<void>((resolve) => {
+      open = resolve;
+    });
+    receiver(async (_req, n) => {
+      await gate;
+      return new Response('x', { status: n === 1 ? 200 : 500 });
+    });
+    for (let i = 0; i < 3; i++) await publishEvent(app);
     expect(await stats(app, id)).toMatchObject({ last_24h: counts({ pending: 3 }), last_7d: counts({ pending: 3 }) });
 
-    // One answers 200, two answer 500: one succeeded, two pending again; three attempts.
-    receiver((_req, n) => new Response('x', { status: n === 1 ? 200 : 500 }));
-    await deliver(ids);
+    // One succeeded, two pending again; three attempts.
+    open();
+    await deliverDue(id);
     const afterAttempts = await stats(app, id);
     expect(afterAttempts.last_24h).toEqual(counts({ succeeded: 1, pending: 2, attempts: 3 }));
     expect(afterAttempts.last_7d).toEqual(afterAttempts.last_24h);
     expect(afterAttempts.hourly.at(-1)).toEqual({ hour: hourOf(Date.now()), succeeded: 1, failed: 0 });
 
-    // The two end failed (their schedule ran out), then a recovery makes them pending again.
-    await env.DB.prepare(
-      `UPDATE deliveries SET status = 'failed', next_attempt_at = NULL WHERE webhook_id = ?1 AND status = 'pending'`,
-    )
-      .bind(Number(id))
-      .run();
+    // The two end failed (their schedule ran out), then a recovery makes them pending again, and
+    // they are attempted once more (500 again: pending, two more attempts).
+    await endpointSql(id, `UPDATE deliveries SET status = 'failed', next_attempt_at = NULL WHERE status = 'pending'`);
     const failed = await stats(app, id);
     expect(failed.last_24h).toEqual(counts({ succeeded: 1, failed: 2, attempts: 3 }));
     expect(failed.hourly.at(-1)).toMatchObject({ succeeded: 1, failed: 2 });
     const recover = await fetchAndWait(
-      { DELIVERIES: fakeQueue().binding },
+      {},
       new Request(`${ORIGIN}/v1.0/app/nft/webhook/recover`, {
         method: 'POST',
         headers: { ...bearer(await tokenFor(app)), 'content-type': 'application/json' },
@@ -101,17 +141,15 @@ describe('GET /v1.0/app/nft/webhook/stats', () => {
       }),
     );
     await expectValue(recover, 202);
-    expect((await stats(app, id)).last_24h).toEqual(counts({ succeeded: 1, pending: 2, attempts: 3 }));
+    await deliverDue(id);
+    expect((await stats(app, id)).last_24h).toEqual(counts({ succeeded: 1, pending: 2, attempts: 5 }));
     // A cancelled delivery moves too (the service cancels a pending one whose webhook went away).
-    const pending = await env.DB.prepare(
-      `SELECT delivery_id FROM deliveries WHERE webhook_id = ?1 AND status = 'pending' LIMIT 1`,
-    )
-      .bind(Number(id))
-      .first<{ delivery_id: number }>();
-    await env.DB.prepare(`UPDATE deliveries SET status = 'cancelled' WHERE delivery_id = ?1`)
-      .bind(pending?.delivery_id)
-      .run();
-    expect((await stats(app, id)).last_24h).toEqual(counts({ succeeded: 1, pending: 1, cancelled: 1, attempts: 3 }));
+    await endpointSql(
+      id,
+      `UPDATE deliveries SET status = 'cancelled'
+       WHERE delivery_id = (SELECT delivery_id FROM deliveries WHERE status = 'pending' LIMIT 1)`,
+    );
+    expect((await stats(app, id)).last_24h).toEqual(counts({ succeeded: 1, pending: 1, cancelled: 1, attempts: 5 }));
   });
 
   it('puts deliveries in the hour they were created and attempts in the hour they were made; 24 hours oldest first, 7 days', async () => {
@@ -121,14 +159,9 @@ describe('GET /v1.0/app/nft/webhook/stats', () => {
     await insertDelivery(app, id, ago(3 * HOUR), 'succeeded');
     await insertDelivery(app, id, ago(3 * HOUR), 'failed');
     await insertDelivery(app, id, new Date(now - 23 * HOUR - 1000).toISOString(), 'failed');
-    const old = await insertDelivery(app, id, ago(3 * 24 * HOUR), 'succeeded');
+    // An attempt made two hours ago for a delivery of three days ago counts in that hour.
+    await insertDelivery(app, id, ago(3 * 24 * HOUR), 'succeeded', [ago(2 * HOUR)]);
     await insertDelivery(app, id, ago(8 * 24 * HOUR), 'succeeded');
-    // An attempt made two hours ago for the old delivery counts in that hour.
-    await env.DB.prepare(
-      `INSERT INTO delivery_attempts (delivery_id, attempt, attempted_at, status, duration_ms) VALUES (CAST(?1 AS INTEGER), 1, ?2, 200, 5)`,
-    )
-      .bind(old, ago(2 * HOUR))
-      .run();
     const s = await stats(app, id);
     expect(s.hourly.map((h) => h.hour)).toEqual(Array.from({ length: 24 }, (_, i) => hourOf(now - (23 - i) * HOUR)));
     expect(s.hourly[20]).toEqual({ hour: hourOf(now - 3 * HOUR), succeeded: 1, failed: 1 });
@@ -141,7 +174,7 @@ describe('GET /v1.0/app/nft/webhook/stats', () => {
     expect(s.last_7d).toEqual(counts({ succeeded: 2, failed: 2, attempts: 1 }));
   });
 
-  it('reads the hourly counters in one D1 round trip, never scanning the deliveries', async () => {
+  it('reads the hourly counters with one D1 round trip, never scanning the deliveries', async () => {
     const app = freshApp();
     const { id } = await registerWebhook(app);
     await insertDelivery(app, id, ago(HOUR), 'succeeded');
@@ -155,28 +188,26 @@ describe('GET /v1.0/app/nft/webhook/stats', () => {
     expect(counted.calls()).toBe(1);
     // The reply is the counters: deleting the deliveries (no DELETE trigger) leaves the counts; a
     // counter changed by hand shows as it is.
-    await env.DB.prepare('DELETE FROM deliveries WHERE webhook_id = ?1').bind(Number(id)).run();
+    await endpointSql(id, 'DELETE FROM deliveries');
     expect((await stats(app, id)).last_24h).toMatchObject({ succeeded: 1, failed: 1 });
-    await env.DB.prepare(`UPDATE delivery_stats SET succeeded = 5000 WHERE webhook_id = ?1 AND hour = ?2`)
-      .bind(Number(id), hourOf(Date.now() - HOUR))
-      .run();
+    await endpointSql(id, 'UPDATE delivery_stats SET succeeded = 5000 WHERE hour = ?1', hourOf(Date.now() - HOUR));
     expect((await stats(app, id)).last_24h.succeeded).toBe(5000);
   });
 
-  it('the Cron purge deletes counters past the retention and keeps recent hours exact', async () => {
+  it("the endpoint's retention deletes counters past the retention and keeps recent hours exact", async () => {
     const app = freshApp();
     const { id } = await registerWebhook(app);
     await insertDelivery(app, id, ago(40 * 24 * HOUR), 'succeeded');
     await insertDelivery(app, id, ago(2 * HOUR), 'succeeded');
     await insertDelivery(app, id, ago(2 * HOUR), 'failed');
-    const rows = () =>
-      env.DB.prepare('SELECT hour, succeeded, failed FROM delivery_stats WHERE webhook_id = ?1 ORDER BY hour')
-        .bind(Number(id))
-        .all()
-        .then((r) => r.results);
+    const rows = () => endpointSql(id, 'SELECT hour, succeeded, failed FROM delivery_stats ORDER BY hour');
     expect(await rows()).toHaveLength(2);
-    await purgeOldDeliveries(env.DB, ago(30 * 24 * HOUR), 1000);
+    // What Endpoint.retain runs (DELIVERY_RETENTION_DAYS, 30 by default).
+    await runInDurableObject(endpointOf(id), (_instance, state) =>
+      purgeDeliveries(state.storage, ago(30 * 24 * HOUR), 1000),
+    );
     expect(await rows()).toEqual([{ hour: hourOf(Date.now() - 2 * HOUR), succeeded: 1, failed: 1 }]);
+    expect(await endpointSql(id, 'SELECT COUNT(*) AS n FROM deliveries')).toEqual([{ n: 2 }]);
     expect((await stats(app, id)).last_24h).toMatchObject({ succeeded: 1, failed: 1 });
   });
 
