@@ -45,7 +45,6 @@ const workers = {
           DELIVERY_RETRY_SCHEDULE: '',
           AUTO_DISABLE_AFTER_HOURS: '',
           DELIVERY_RETENTION_DAYS: '',
-          DELIVERY_REQUEUE_AFTER_SECONDS: '',
           ENDPOINT_RATE_LIMIT: '',
           WEBHOOK_URL_ALLOWED_ORIGINS: '',
           PORTAL_FRAME_ANCESTORS: '',

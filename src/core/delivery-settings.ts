@@ -14,8 +14,6 @@ export interface DeliveryConfig {
   autoDisableHours: number;
   /** Days events, deliveries and attempts are kept. */
   retentionDays: number;
-  /** Seconds a pending delivery may be overdue before the Cron Trigger queues it again. */
-  requeueAfterSeconds: number;
   /** Attempts a second that any one endpoint is sent at most (ENDPOINT_RATE_LIMIT). */
   endpointRate: number;
 }
@@ -26,7 +24,7 @@ export const DEFAULT_ENDPOINT_RATE = 50;
 export const MAX_ENDPOINT_RATE = 1000;
 
 export const DEFAULT_SCHEDULE = '5s 5m 30m 2h 5h 10h 10h';
-/** The longest a queue message can be delayed (Cloudflare Queues), so the longest delay. */
+/** The longest delay of a schedule, and the most a receiver's Retry-After can ask for. */
 export const MAX_DELAY_SECONDS = 12 * 60 * 60;
 const MAX_SCHEDULE_LENGTH = 50;
 const UNIT_SECONDS: Record<string, number> = { s: 1, m: 60, h: 3600 };
@@ -63,7 +61,6 @@ export function deliveryConfig(env: object): DeliveryConfig {
     schedule: parseSchedule(setting(env, 'DELIVERY_RETRY_SCHEDULE') ?? DEFAULT_SCHEDULE),
     autoDisableHours: wholeNumber(env, 'AUTO_DISABLE_AFTER_HOURS', 120, 1, 8760),
     retentionDays: wholeNumber(env, 'DELIVERY_RETENTION_DAYS', 30, 1, 3650),
-    requeueAfterSeconds: wholeNumber(env, 'DELIVERY_REQUEUE_AFTER_SECONDS', 300, 5, 86_400),
     endpointRate: wholeNumber(env, 'ENDPOINT_RATE_LIMIT', DEFAULT_ENDPOINT_RATE, 1, MAX_ENDPOINT_RATE),
   }));
 }

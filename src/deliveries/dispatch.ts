@@ -133,8 +133,7 @@ const encoder = new TextEncoder();
  * what was sent where, what came back, what the delivery becomes.
  */
 function attempted(row: DeliveryToAttempt, at: number, result: AttemptResult, config: DeliveryConfig): Dispatched {
-  const next = afterAttempt(row, result, at, config);
-  const change = next;
+  const change = afterAttempt(row, result, at, config);
   log('info', {
     msg: 'delivery attempt',
     delivery_id: row.delivery_id,
@@ -146,7 +145,7 @@ function attempted(row: DeliveryToAttempt, at: number, result: AttemptResult, co
     duration_ms: result.durationMs,
     outcome: change.status,
   });
-  return { row, kind: 'attempted', at, result, next };
+  return { row, kind: 'attempted', at, result, next: change };
 }
 
 /** One due delivery: its signed request, sent while holding one of the pass's connections. */

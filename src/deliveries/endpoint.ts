@@ -127,7 +127,7 @@ export class Endpoint extends DurableObject<CloudflareBindings> {
     const endpoint = { webhookId, storage: this.ctx.storage, schedule: this.schedule };
     let next: number | null = null;
     for (let pass = 0; pass < PASSES_PER_ALARM; pass++) {
-      next = await sendDue(endpoint, this.env, (input, init) => fetch(input, init));
+      next = await sendDue(endpoint, this.env, config, (input, init) => fetch(input, init));
       if (next === null || next > Date.now()) break;
     }
     const retention = this.retain(config.retentionDays);

@@ -3,10 +3,10 @@
 // what happened recorded: attempts and states in the object, the webhook's health in D1. Only this
 // endpoint's object waits on its requests, so a slow endpoint holds back no other.
 
-import { type DeliveryConfig, deliveryConfig } from '../core/delivery-settings';
+import type { DeliveryConfig } from '../core/delivery-settings';
 import { ConfigError, describeFailure } from '../core/errors';
 import { log } from '../core/log';
-import { admit, type SendSchedule } from '../core/send-rate';
+import { admit, forgetStale, type SendSchedule } from '../core/send-rate';
 import { retryD1 } from '../platform/d1';
 import { healthStatements } from '../webhooks/store/health';
 import { type SendingRow, sendingRow } from '../webhooks/store/reads';
@@ -31,18 +31,18 @@ export interface EndpointState {
 }
 
 /**
- * One pass over the endpoint's due deliveries. Returns when the object should send again (ms;
- * null: nothing is pending): at once when more are due, at a held delivery's slot, or when the
- * next one is due.
+ * One pass over the endpoint's due deliveries, with the delivery settings `config` (checked by the
+ * caller). Returns when the object should send again (ms; null: nothing is pending): at once
+ * when more are due, at a held delivery's slot, or when the next one is due.
  */
 export async function sendDue(
   endpoint: EndpointState,
   env: CloudflareBindings,
+  config: DeliveryConfig,
   fetcher: typeof fetch,
 ): Promise<number | null> {
   const { storage, webhookId } = endpoint;
   const now = Date.now();
-  const config: DeliveryConfig = deliveryConfig(env);
   let origins: ReadonlySet<string>;
   try {
     origins = allowedOrigins(env);
@@ -75,12 +75,15 @@ export async function sendDue(
     recordDeliveries(storage, [], rows.map(cancelled));
     return nextDue(storage.sql);
   }
+  // Signing first: deliveries that cannot be signed now wait without using up the endpoint's rate.
+  const aes = await prepareSigning(env, rows);
   // Each endpoint's rate: the service's, or the webhook's own rate_limit where it is lower. The
   // first delivery beyond it is promised the next slot; it and those after it wait, untouched.
   const rate = Math.min(config.endpointRate, webhook.rate_limit ?? config.endpointRate);
   const allowed: DeliveryToAttempt[] = [];
   let heldUntil: number | null = null;
-  for (const row of rows) {
+  forgetStale(endpoint.schedule, now);
+  for (const row of aes === null ? [] : rows) {
     const wait = admit(endpoint.schedule, row.delivery_id, rate, now);
     if (wait > 0) {
       heldUntil = now + wait;
@@ -88,8 +91,7 @@ export async function sendDue(
     }
     allowed.push(row);
   }
-  const aes = await prepareSigning(env, allowed);
-  const dispatched = await dispatchAll(allowed, { aes, origins, config, fetcher });
+  const dispatched = await dispatchAll(aes === null ? rows : allowed, { aes, origins, config, fetcher });
   const record = recordOf(dispatched, config, Date.now());
   recordDeliveries(storage, record.attempts, record.changes);
   if (record.health.length > 0 || record.disable.length > 0) {
