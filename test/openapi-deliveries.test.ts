@@ -57,7 +57,13 @@ describe('docs/openapi.json: the deliveries the Worker sends (webhooks.nftEvent)
       '/busy': () => new Response('later', { status: 503, headers: { 'retry-after': '3600' } }),
     };
     // The endpoints' objects send as soon as the event is published: the receivers are ready before.
-    const { requests } = receiver((req) => (replies[new URL(req.url).pathname] as () => Response)());
+    // Only requests to hooks.example.com are this test's (any other is another file's object, still at work).
+    const { requests } = receiver((req) => {
+      const url = new URL(req.url);
+      return url.host === 'hooks.example.com'
+        ? (replies[url.pathname] as () => Response)()
+        : new Response(null, { status: 503 });
+    });
 
     // `data` as the publisher wrote it: an integer no double holds.
     const body =
@@ -88,7 +94,7 @@ describe('docs/openapi.json: the deliveries the Worker sends (webhooks.nftEvent)
         ]),
       ),
     );
-    for (const r of requests)
+    for (const r of requests.filter((r) => new URL(r.url).host === 'hooks.example.com'))
       sent.push({ url: new URL(r.url), headers: new Headers(r.headers), method: r.method, body: r.body });
   });
 
