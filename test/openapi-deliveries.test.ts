@@ -1,10 +1,10 @@
 // docs/openapi.json on the deliveries the Worker sends (webhooks.nftEvent): the request, its
 // signature, and the replies it heeds.
-import { createExecutionContext, createMessageBatch, env, getQueueResult } from 'cloudflare:test';
 import { Webhook as StandardWebhook } from 'standardwebhooks';
 import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { consumeDeliveries } from '../src/deliveries/consumer';
+import { deliverDue, deliveriesOfEvent, type StoredDelivery, storedDelivery } from './helpers/objects';
 import { doc, type Node, resolve, validate } from './helpers/openapi';
+import { receiver } from './helpers/receiver';
 import { expectValue, type Webhook } from './helpers/replies';
 import { EVENT_URL, fetchWith, URL_ } from './helpers/requests';
 import { bearer, tokenFor } from './helpers/tokens';
@@ -13,17 +13,18 @@ afterEach(() => {
   vi.restoreAllMocks();
 });
 
+type Name = 'ok' | 'gone' | 'busy' | 'other';
+
 describe('docs/openapi.json: the deliveries the Worker sends (webhooks.nftEvent)', () => {
   let token: string;
   /** Four webhooks of app-deliver, each answering as its name says; `other` does not take the event's type. */
-  let hooks: Record<'ok' | 'gone' | 'busy' | 'other', Webhook & { secret: string }>;
-  /** The event published, and the deliveries made of it. */
+  let hooks: Record<Name, Webhook & { secret: string }>;
+  /** The event published, and the deliveries made of it (by webhook), as their endpoints store them after sending. */
   let value: { event_id: string };
-  let deliveries: { id: string; webhook: string }[];
-  /** What the receivers were sent, what the consumer did with each message, and the delays of its retries. */
+  let deliveries: Record<Name, string[]>;
+  let stored: Record<string, StoredDelivery | undefined>;
+  /** What the receivers were sent. */
   const sent: { url: URL; headers: Headers; method: string; body: string }[] = [];
-  let result: Awaited<ReturnType<typeof getQueueResult>>;
-  let retried: unknown[][];
   const operation = resolve(doc.webhooks.nftEvent.post) as {
     parameters: { name: string; in: string; required?: boolean; schema: unknown }[];
     requestBody: { content: Record<string, { schema: unknown }> };
@@ -55,6 +56,14 @@ describe('docs/openapi.json: the deliveries the Worker sends (webhooks.nftEvent)
       '/gone': () => new Response('gone', { status: 410 }),
       '/busy': () => new Response('later', { status: 503, headers: { 'retry-after': '3600' } }),
     };
+    // The endpoints' objects send as soon as the event is published: the receivers are ready before.
+    // Only requests to hooks.example.com are this test's (any other is another file's object, still at work).
+    const { requests } = receiver((req) => {
+      const url = new URL(req.url);
+      return url.host === 'hooks.example.com'
+        ? (replies[url.pathname] as () => Response)()
+        : new Response(null, { status: 503 });
+    });
 
     // `data` as the publisher wrote it: an integer no double holds.
     const body =
@@ -68,39 +77,34 @@ describe('docs/openapi.json: the deliveries the Worker sends (webhooks.nftEvent)
       }),
     );
     ({ value } = await expectValue<{ event_id: string }>(publish, 202));
-    ({ results: deliveries } = await env.DB.prepare(
-      `SELECT CAST(delivery_id AS TEXT) AS id, CAST(webhook_id AS TEXT) AS webhook FROM deliveries
-       WHERE event_id = ?1 ORDER BY delivery_id`,
-    )
-      .bind(value.event_id)
-      .all<{ id: string; webhook: string }>());
-    const fetcher = (async (input: RequestInfo | URL, init?: RequestInit) => {
-      const request = new Request(input, init);
-      const url = new URL(request.url);
-      sent.push({ url, headers: request.headers, method: request.method, body: await request.text() });
-      return (replies[url.pathname] as () => Response)();
-    }) as typeof fetch;
-    const batch = createMessageBatch(
-      'nft-webhook-deliveries',
-      deliveries.map((d) => ({
-        id: `msg-${d.webhook}`,
-        timestamp: new Date(),
-        attempts: 1,
-        body: { delivery_id: d.id },
-      })),
+    const names = Object.keys(hooks) as Name[];
+    await deliverDue(...names.map((name) => String(hooks[name].webhook_id)));
+    deliveries = Object.fromEntries(
+      await Promise.all(
+        names.map(async (name) => [name, await deliveriesOfEvent(String(hooks[name].webhook_id), value.event_id)]),
+      ),
     );
-    // The pool's batch records which messages were retried, not their delays: spies see those.
-    const retries = batch.messages.map((message) => vi.spyOn(message, 'retry'));
-    const ctx = createExecutionContext();
-    await consumeDeliveries(batch, env, fetcher);
-    result = await getQueueResult(batch, ctx);
-    retried = retries.map((spy) => [...spy.mock.calls]);
+    stored = Object.fromEntries(
+      await Promise.all(
+        names.map(async (name) => [
+          name,
+          deliveries[name][0] === undefined
+            ? undefined
+            : await storedDelivery(String(hooks[name].webhook_id), deliveries[name][0]),
+        ]),
+      ),
+    );
+    for (const r of requests.filter((r) => new URL(r.url).host === 'hooks.example.com'))
+      sent.push({ url: new URL(r.url), headers: new Headers(r.headers), method: r.method, body: r.body });
   });
 
   it('makes a delivery for each webhook that takes the event’s type', () => {
-    expect(deliveries.map((d) => d.webhook)).toEqual(
-      [hooks.ok, hooks.gone, hooks.busy].map((h) => String(h.webhook_id)),
-    );
+    expect(Object.fromEntries(Object.entries(deliveries).map(([name, ids]) => [name, ids.length]))).toEqual({
+      ok: 1,
+      gone: 1,
+      busy: 1,
+      other: 0,
+    });
   });
 
   it('sends each the documented request: its headers, its body, its signature by the webhook’s secret', () => {
@@ -137,9 +141,13 @@ describe('docs/openapi.json: the deliveries the Worker sends (webhooks.nftEvent)
     expect(Object.keys(operation.responses)).toEqual(
       expect.arrayContaining(['2XX', '410', '429', '502', '503', '504']),
     );
-    expect(result.explicitAcks.sort()).toEqual([`msg-${hooks.gone.webhook_id}`, `msg-${hooks.ok.webhook_id}`].sort());
-    expect(result.retryMessages).toEqual([{ msgId: `msg-${hooks.busy.webhook_id}` }]);
-    expect(retried).toEqual([[], [], [[{ delaySeconds: 3600 }]]]);
+    // 2XX: delivered. 410: the delivery ends (the webhook is disabled below). 503 with Retry-After:
+    // the next attempt that long after this one.
+    expect(stored.ok).toMatchObject({ status: 'succeeded', attempts: 1, last_status: 204, next_attempt_at: null });
+    expect(stored.gone).toMatchObject({ status: 'failed', attempts: 1, last_status: 410, next_attempt_at: null });
+    expect(stored.busy).toMatchObject({ status: 'pending', attempts: 1, last_status: 503 });
+    expect(Date.parse(stored.busy!.next_attempt_at!) - Date.parse(stored.busy!.last_attempt_at!)).toBe(3_600_000);
+    expect(stored.other).toBeUndefined();
     const enabled: Record<string, boolean> = {};
     for (const [name, hook] of Object.entries(hooks)) {
       const res = await fetchWith({}, new Request(`${URL_}?webhook_id=${hook.webhook_id}`, { headers: bearer(token) }));
