@@ -1,5 +1,6 @@
 import { env, runInDurableObject } from 'cloudflare:test';
 import { afterEach, describe, expect, it, vi } from 'vitest';
+import { deliveryConfig } from '../src/core/delivery-settings';
 import { admit, newSchedule, type SendSchedule } from '../src/core/send-rate';
 import { sendDue } from '../src/deliveries/send';
 import { insertDeliveries, rememberWebhook } from '../src/deliveries/store/endpoint';
@@ -48,13 +49,15 @@ const scheduleOf = (instance: unknown) => (instance as { schedule: SendSchedule 
  * settings (the test env's, with `settings` changed); returns when the object should send again.
  */
 function pass(webhookId: string, settings: Record<string, string> = {}): Promise<number | null> {
-  return runInDurableObject(endpointOf(webhookId), (instance, state) =>
-    sendDue(
+  return runInDurableObject(endpointOf(webhookId), (instance, state) => {
+    const bindings = { ...env, ...settings } as CloudflareBindings;
+    return sendDue(
       { webhookId, storage: state.storage, schedule: scheduleOf(instance) },
-      { ...env, ...settings } as CloudflareBindings,
+      bindings,
+      deliveryConfig(bindings),
       (input, init) => fetch(input, init),
-    ),
-  );
+    );
+  });
 }
 
 /** Deliveries as the endpoint stores them, in the order of `ids`. */
@@ -202,7 +205,7 @@ describe('each endpoint is sent at most ENDPOINT_RATE_LIMIT attempts a second', 
     expect(error.mock.calls.some((c) => String(c[0]).includes('ENDPOINT_RATE_LIMIT'))).toBe(true);
     expect(refused.alarm! - refused.at).toBeGreaterThan(1000);
     expect((await stored(hook.id, ids)).map((d) => [d?.status, d?.attempts])).toEqual(ids.map(() => ['pending', 0]));
-    // A pass itself refuses the setting (the object logs it and waits, as above).
+    // The settings a pass is given refuse it (the object logs it and waits, as above).
     await expect(pass(hook.id, { ENDPOINT_RATE_LIMIT: '0' })).rejects.toMatchObject({
       name: 'ConfigError',
       setting: 'ENDPOINT_RATE_LIMIT',
