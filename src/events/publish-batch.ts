@@ -42,10 +42,12 @@ export function batchEvents(body: unknown): NewEvent[] {
 
 /**
  * POST /v1.0/platform/nft/events {"events": [...]}: 1 to 100 events, of one application or several,
- * stored with their deliveries in one D1 round trip; 202 with their ids in the order sent once
+ * stored with their deliveries at their applications' objects (one D1 read first); 202 with their ids in the order sent once
  * every one is stored. An `id` repeated in the batch is one event; an `id` its application
  * published before answers that event's id, so the same batch sent again stores nothing twice. A
- * storage failure stores nothing and is a 503 with Retry-After.
+ * storage failure is a 503 with Retry-After: each application's events are stored all or none (its
+ * object's transaction); another application's may be stored already, and the batch sent again
+ * stores nothing twice.
  */
 export async function publishBatch(c: Context<AppEnv>): Promise<Response> {
   // Invalid delivery settings fail closed, as for a single event (500 naming the setting).

@@ -63,11 +63,12 @@ export interface StoredEvent {
   deliveryIds: string[];
 }
 
-// Delivery ids: milliseconds since 2020 times 2^20, plus 20 random bits, and always above the last
-// one this application was given, so they are unique in the application, sort by creation, and lie
-// far above the ids D1 gave deliveries before they moved here (which keep theirs).
+// Delivery ids: milliseconds since 2020 times 2^12, plus 12 random bits, and always above the last
+// one this application was given, so they are unique in the application, sort by creation, lie far
+// above the ids D1 gave deliveries before they moved here (which keep theirs), and stay below 2^53
+// until 2089: a client that reads JSON numbers as doubles still gets them exactly.
 const EPOCH_MS = 1_577_836_800_000n;
-const RANDOM_BITS = 20n;
+const RANDOM_BITS = 12n;
 
 /** The next delivery id after `last` (decimal text; null: none yet), at `now`. */
 export function nextDeliveryId(last: string | null, now: number): string {
