@@ -2,25 +2,23 @@
 // exactly: numbers' digits, strings' characters, the order of keys. Normalised: whitespace,
 // string escapes, a key given twice (its last value, at the place of its first), and keys that
 // are array indices (first, ascending).
-import { env } from 'cloudflare:test';
 import { describe, expect, it } from 'vitest';
 import { insertWebhook } from './helpers/database';
-import { fakeQueue } from './helpers/queues';
+import { deliveriesOfEvent, storedDelivery } from './helpers/objects';
 import { expectValue } from './helpers/replies';
 import { eventRequest, fetchAndWait } from './helpers/requests';
 import { bearer, platformToken } from './helpers/tokens';
 
-/** Publishes `body` (JSON text, as sent) and answers the stored `data` text. */
+/** Publishes `body` (JSON text, as sent) and answers the `data` text its delivery stores (the body it sends). */
 async function storedData(app: string, data: string): Promise<string> {
-  await insertWebhook(app);
+  const hook = await insertWebhook(app);
   const res = await fetchAndWait(
-    { DELIVERIES: fakeQueue().binding },
+    {},
     eventRequest(`{"app_id": "${app}", "type": "NEW_NFT", "data": ${data}}`, bearer(await platformToken())),
   );
   const { value } = await expectValue<{ event_id: string }>(res, 202);
-  const payload = await env.DB.prepare('SELECT payload FROM events WHERE event_id = ?1')
-    .bind(value.event_id)
-    .first<string>('payload');
+  const [deliveryId] = await deliveriesOfEvent(hook, value.event_id);
+  const payload = (await storedDelivery(hook, deliveryId as string))?.payload;
   return /,"data":(.*)\}$/.exec(payload as string)?.[1] as string;
 }
 

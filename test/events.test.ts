@@ -1,7 +1,8 @@
 import { env } from 'cloudflare:test';
 import { afterEach, describe, expect, it, vi } from 'vitest';
+import { appState } from './helpers/app-state';
 import { countingDb, insertWebhook } from './helpers/database';
-import { consume, EVENTS_QUEUE, fakeQueue } from './helpers/queues';
+import { consume, EVENTS_QUEUE } from './helpers/queues';
 import { expectEnvelope, expectEventFail, expectValue } from './helpers/replies';
 import { eventRequest, fetchAndWait, post } from './helpers/requests';
 import { bearer, freshApp, platformToken, tokenFor } from './helpers/tokens';
@@ -10,38 +11,26 @@ afterEach(() => {
   vi.restoreAllMocks();
 });
 
-/** The event rows and deliveries of an application. */
-async function stored(appId: string) {
-  const [events, deliveries] = await env.DB.batch([
-    env.DB.prepare('SELECT * FROM events WHERE app_id = ?1 ORDER BY created_at').bind(appId),
-    env.DB.prepare(
-      'SELECT CAST(delivery_id AS TEXT) AS delivery_id, event_id, CAST(webhook_id AS TEXT) AS webhook_id, status, attempts FROM deliveries WHERE app_id = ?1 ORDER BY delivery_id',
-    ).bind(appId),
-  ]);
-  return {
-    events: events!.results as {
-      event_id: string;
-      type: string;
-      payload: string;
-      created_at: string;
-      source_key: string | null;
-    }[],
-    deliveries: deliveries!.results as { delivery_id: string; event_id: string; webhook_id: string; status: string }[],
-  };
-}
+/** The events and deliveries of an application, as its objects hold them. */
+const stored = appState;
 
-/** Publishes `body` with a platform token; the deliveries it queues are kept by a fake queue. */
+/** An APPLICATIONS binding whose objects fail every call. */
+const failingApplications = {
+  getByName: () => ({
+    publish: async () => {
+      throw new Error('object unavailable');
+    },
+  }),
+};
+
+/** Publishes `body` with a platform token (bindings changed by `overrides`). */
 async function publish(body: unknown, headers?: Record<string, string>, overrides: Record<string, unknown> = {}) {
-  const queue = fakeQueue();
-  const res = await fetchAndWait(
-    { DELIVERIES: queue.binding, ...overrides },
-    eventRequest(body, headers ?? bearer(await platformToken())),
-  );
-  return { res, sent: queue.sent };
+  const res = await fetchAndWait(overrides, eventRequest(body, headers ?? bearer(await platformToken())));
+  return { res };
 }
 
 describe('POST /v1.0/platform/nft/event', () => {
-  it('stores the event with one delivery per enabled webhook whose event_types match, and queues them', async () => {
+  it('stores the event with one delivery per enabled webhook whose event_types match, at their endpoints', async () => {
     const app = freshApp();
     const every = await insertWebhook(app, { url: 'https://every.example.com/h' });
     const token = bearer(await tokenFor(app));
@@ -55,19 +44,21 @@ describe('POST /v1.0/platform/nft/event', () => {
     await insertWebhook(app, { url: 'https://off.example.com/h', enabled: false });
     await insertWebhook(freshApp(), { url: 'https://foreign.example.com/h' });
 
-    const { res, sent } = await publish({ app_id: app, type: 'NEW_NFT', data: { token_id: '7' } });
+    const { res } = await publish({ app_id: app, type: 'NEW_NFT', data: { token_id: '7' } });
 
     const { value } = await expectValue<{ event_id: string }>(res, 202);
     expect(Object.keys(value)).toEqual(['event_id']);
     expect(value.event_id).toMatch(/^evt_[0-9a-f]{32}$/);
     const { events, deliveries } = await stored(app);
     expect(events).toHaveLength(1);
-    expect(events[0]).toMatchObject({ event_id: value.event_id, type: 'NEW_NFT', source_key: null });
-    expect(deliveries.map((d) => [d.webhook_id, d.event_id, d.status])).toEqual([
-      [every, value.event_id, 'pending'],
-      [String(matching), value.event_id, 'pending'],
+    expect(events[0]).toMatchObject({ event_id: value.event_id, source_key: null });
+    expect(deliveries.map((d) => [d.webhook_id, d.event_id, d.message_id, d.type])).toEqual([
+      [every, value.event_id, value.event_id, 'NEW_NFT'],
+      [String(matching), value.event_id, value.event_id, 'NEW_NFT'],
     ]);
-    expect(sent).toEqual(deliveries.map((d) => ({ delivery_id: d.delivery_id })));
+    expect(deliveries[0]!.delivery_id).toMatch(/^\d+$/);
+    // Every delivery of the event sends the same body.
+    expect(deliveries[1]!.payload).toBe(deliveries[0]!.payload);
   });
 
   it.each([
@@ -82,9 +73,8 @@ describe('POST /v1.0/platform/nft/event', () => {
       const error = vi.spyOn(console, 'error').mockImplementation(() => {});
       const app = freshApp();
       await insertWebhook(app);
-      const { res, sent } = await publish({ app_id: app, type: 'NEW_NFT', data: {} }, undefined, { [name]: bad });
+      const { res } = await publish({ app_id: app, type: 'NEW_NFT', data: {} }, undefined, { [name]: bad });
       await expectEventFail(res, 500);
-      expect(sent).toEqual([]);
       expect(await stored(app)).toEqual({ events: [], deliveries: [] });
       expect(error.mock.calls.map((c) => String(c[0])).join('\n')).toContain(`configuration error: ${name}: `);
     },
@@ -96,8 +86,11 @@ describe('POST /v1.0/platform/nft/event', () => {
     const raw = `{"app_id":"${app}","type":"MEMBER_NFT_ADD","data":{"amount":123456789012345678901234567890,"price":1.50,"nested":{"e":1e400}}}`;
     const { res } = await publish(raw);
     await expectValue(res, 202);
-    const [event] = (await stored(app)).events;
-    expect(event!.payload).toBe(
+    const { events, deliveries } = await stored(app);
+    const [event] = events;
+    expect(deliveries).toHaveLength(1);
+    expect(deliveries[0]!.created_at).toBe(event!.created_at);
+    expect(deliveries[0]!.payload).toBe(
       `{"type":"MEMBER_NFT_ADD","timestamp":"${event!.created_at}","data":{"amount":123456789012345678901234567890,"price":1.50,"nested":{"e":1e400}}}`,
     );
     expect(event!.created_at).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
@@ -119,11 +112,10 @@ describe('POST /v1.0/platform/nft/event', () => {
     await insertWebhook(other);
     const first = await publish({ app_id: app, type: 'NEW_NFT', data: { n: 1 }, id: 'mint-42' });
     const { value } = await expectValue<{ event_id: string }>(first.res, 202);
-    expect(first.sent).toHaveLength(1);
+    expect((await stored(app)).deliveries).toHaveLength(1);
 
     const again = await publish({ app_id: app, type: 'NEW_NFT', data: { n: 1 }, id: 'mint-42' });
     expect((await expectValue<{ event_id: string }>(again.res, 202)).value.event_id).toBe(value.event_id);
-    expect(again.sent).toEqual([]);
     const mine = await stored(app);
     expect(mine.events).toHaveLength(1);
     expect(mine.events[0]?.source_key).toBe('id:mint-42');
@@ -137,10 +129,9 @@ describe('POST /v1.0/platform/nft/event', () => {
 
   it('answers an event for an application without webhooks: stored, nothing to deliver', async () => {
     const app = freshApp();
-    const { res, sent } = await publish({ app_id: app, type: 'NEW_NFT', data: {} });
+    const { res } = await publish({ app_id: app, type: 'NEW_NFT', data: {} });
     await expectValue(res, 202);
-    expect(sent).toEqual([]);
-    expect((await stored(app)).events).toHaveLength(1);
+    expect(await stored(app)).toMatchObject({ events: [{ source_key: null }], deliveries: [] });
   });
 
   it('refuses a valid application token without the events:publish scope: 403 insufficient_scope', async () => {
@@ -188,12 +179,23 @@ describe('POST /v1.0/platform/nft/event', () => {
     ['an id of 65 characters', { app_id: 'a', type: 'NEW_NFT', data: {}, id: 'i'.repeat(65) }],
     ['a numeric id', { app_id: 'a', type: 'NEW_NFT', data: {}, id: 5 }],
   ])('answers 400 for %s, and stores nothing', async (_, body) => {
-    const before = await env.DB.prepare('SELECT COUNT(*) AS n FROM events').first('n');
-    const { res, sent } = await publish(body);
+    const before = await stored('a');
+    const { res } = await publish(body);
     expect(res.headers.get('x-error-detail')).toBeTruthy();
     await expectEventFail(res, 400);
-    expect(sent).toEqual([]);
-    expect(await env.DB.prepare('SELECT COUNT(*) AS n FROM events').first('n')).toBe(before);
+    expect(await stored('a')).toEqual(before);
+  });
+
+  it("answers 503 with Retry-After when the application's object fails, storing nothing", async () => {
+    vi.spyOn(console, 'error').mockImplementation(() => {});
+    const app = freshApp();
+    await insertWebhook(app);
+    const { res } = await publish({ app_id: app, type: 'NEW_NFT', data: {}, id: 'down-1' }, undefined, {
+      APPLICATIONS: failingApplications,
+    });
+    await expectEventFail(res, 503);
+    expect(res.headers.get('retry-after')).toBe('2');
+    expect(await stored(app)).toEqual({ events: [], deliveries: [] });
   });
 
   it('accepts 64 KiB and answers 413 past it; 415 for another media type', async () => {
@@ -219,46 +221,39 @@ describe('POST /v1.0/platform/nft/event', () => {
 });
 
 describe('the events queue', () => {
-  it('stores each message as an event with its deliveries, and queues them', async () => {
+  it('stores each message as an event with its deliveries at their endpoints', async () => {
     const app = freshApp();
     const webhook = await insertWebhook(app);
-    const queue = fakeQueue();
-    const { result } = await consume(EVENTS_QUEUE, [{ app_id: app, type: 'NEW_NFT', data: { a: 1 } }], {
-      DELIVERIES: queue.binding,
-    });
+    const { result, ids } = await consume(EVENTS_QUEUE, [{ app_id: app, type: 'NEW_NFT', data: { a: 1 } }]);
     expect(result.ackAll || result.explicitAcks.length === 1).toBe(true);
     expect(result.retryMessages).toEqual([]);
     const { events, deliveries } = await stored(app);
-    expect(events).toHaveLength(1);
-    expect(deliveries.map((d) => d.webhook_id)).toEqual([webhook]);
-    expect(queue.sent).toEqual([{ delivery_id: deliveries[0]!.delivery_id }]);
+    expect(events).toMatchObject([{ source_key: `msg:${ids[0]}` }]);
+    expect(deliveries.map((d) => [d.webhook_id, d.event_id])).toEqual([[webhook, events[0]!.event_id]]);
+    expect(deliveries[0]!.payload).toContain('"data":{"a":1}');
   });
 
   it('makes a message without id idempotent by its message id: redelivered, it is one event', async () => {
     const app = freshApp();
     await insertWebhook(app);
     const event = { app_id: app, type: 'NEW_NFT', data: {} };
-    const queue = fakeQueue();
-    await consume(EVENTS_QUEUE, [event], { DELIVERIES: queue.binding }, { ids: ['queue-msg-1'] });
-    await consume(EVENTS_QUEUE, [event], { DELIVERIES: queue.binding }, { ids: ['queue-msg-1'], attempts: 2 });
+    await consume(EVENTS_QUEUE, [event], {}, { ids: ['queue-msg-1'] });
+    await consume(EVENTS_QUEUE, [event], {}, { ids: ['queue-msg-1'], attempts: 2 });
     const { events, deliveries } = await stored(app);
     expect(events).toHaveLength(1);
     expect(events[0]?.source_key).toBe('msg:queue-msg-1');
     expect(deliveries).toHaveLength(1);
-    expect(queue.sent).toHaveLength(1);
   });
 
   it('shares the publisher id with HTTP: an id published over HTTP is the same event from the queue', async () => {
     const app = freshApp();
     await insertWebhook(app);
     const { res } = await publish({ app_id: app, type: 'NEW_NFT', data: {}, id: 'both-ways' });
-    await expectValue(res, 202);
-    const queue = fakeQueue();
-    await consume(EVENTS_QUEUE, [{ app_id: app, type: 'NEW_NFT', data: {}, id: 'both-ways' }], {
-      DELIVERIES: queue.binding,
-    });
-    expect((await stored(app)).events).toHaveLength(1);
-    expect(queue.sent).toEqual([]);
+    const { value } = await expectValue<{ event_id: string }>(res, 202);
+    await consume(EVENTS_QUEUE, [{ app_id: app, type: 'NEW_NFT', data: {}, id: 'both-ways' }]);
+    const { events, deliveries } = await stored(app);
+    expect(events).toMatchObject([{ event_id: value.event_id, source_key: 'id:both-ways' }]);
+    expect(deliveries).toHaveLength(1);
   });
 
   it('drops a malformed message with a log line that names the reason, and never retries it', async () => {
@@ -293,6 +288,23 @@ describe('the events queue', () => {
   });
 });
 
+describe('the events queue, when storage fails', () => {
+  it("retries the batch when the application's object cannot store it", async () => {
+    vi.spyOn(console, 'error').mockImplementation(() => {});
+    const app = freshApp();
+    await insertWebhook(app);
+    const { result, ids, retries } = await consume(
+      EVENTS_QUEUE,
+      [{ app_id: app, type: 'NEW_NFT', data: {} }],
+      { APPLICATIONS: failingApplications },
+      { attempts: 1 },
+    );
+    expect(result.retryMessages).toEqual([{ msgId: ids[0] }]);
+    expect(retries).toEqual({ [ids[0]!]: 10 });
+    expect(await stored(app)).toEqual({ events: [], deliveries: [] });
+  });
+});
+
 describe('event bodies, more', () => {
   it('refuses data that is a number, however it is spelled', async () => {
     for (const data of ['1', '1.0', '1e400', '"x"', 'true']) {
@@ -305,13 +317,13 @@ describe('event bodies, more', () => {
     const warn = vi.spyOn(console, 'warn').mockImplementation(() => {});
     const app = freshApp();
     await insertWebhook(app);
-    const queue = fakeQueue();
     const text = `{"app_id":"${app}","type":"NEW_NFT","data":{"big":123456789012345678901234567890}}`;
     const deep = `{"app_id":"${app}","type":"NEW_NFT","data":${'['.repeat(2600)}${']'.repeat(2600)}}`;
-    await consume(EVENTS_QUEUE, [text, deep], { DELIVERIES: queue.binding });
-    const { events } = await stored(app);
+    await consume(EVENTS_QUEUE, [text, deep]);
+    const { events, deliveries } = await stored(app);
     expect(events).toHaveLength(1);
-    expect(events[0]?.payload).toContain('"data":{"big":123456789012345678901234567890}');
+    expect(deliveries).toHaveLength(1);
+    expect(deliveries[0]?.payload).toContain('"data":{"big":123456789012345678901234567890}');
     expect(warn.mock.calls.map((c) => JSON.parse(String(c[0])).reason)).toEqual(['body nested too deeply']);
   });
 });

@@ -1,9 +1,15 @@
 import { env, SELF } from 'cloudflare:test';
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { WebhookApiError, WebhookClient } from '../examples/client';
 import { insertWebhook, webhookRow } from './helpers/database';
+import { deliverDue, endpointSql } from './helpers/objects';
+import { receiver } from './helpers/receiver';
 import { ORIGIN } from './helpers/requests';
 import { tokenFor } from './helpers/tokens';
+
+afterEach(() => {
+  vi.restoreAllMocks();
+});
 
 const client = async (app: string, fetch: typeof globalThis.fetch = (input, init) => SELF.fetch(input, init)) => {
   const sleeps: number[] = [];
@@ -149,6 +155,8 @@ describe('examples/client.ts against the Worker', () => {
     });
     const webhook = await api.createWebhook('https://hooks.example.com/client-log', { eventTypes: ['NEW_NFT'] });
     expect(webhook.event_types).toEqual(['NEW_NFT']);
+    // The receiver is down: every attempt fails and the deliveries stay pending.
+    const { requests } = receiver(() => new Response('down', { status: 503 }));
     const published: string[] = [];
     for (let i = 0; i < 3; i++) {
       published.push(await platform.publishEvent({ app_id: 'client-deliveries', type: 'NEW_NFT', data: { i } }));
@@ -160,17 +168,20 @@ describe('examples/client.ts against the Worker', () => {
     );
     const test = await api.sendTestEvent(webhook.webhook_id);
     expect(test.delivery_id).toMatch(/^\d+$/);
+    await deliverDue(webhook.webhook_id);
+    expect(requests).toHaveLength(5);
 
     const log = [];
     for await (const delivery of api.deliveries(webhook.webhook_id, { limit: 2 })) log.push(delivery);
     expect(log.map((d) => d.event_id)).toEqual([test.event_id, once, ...published.reverse()]);
     expect(log[0]).toMatchObject({ delivery_id: test.delivery_id, type: 'webhook.test', status: 'pending' });
     const one = await api.getDelivery(test.delivery_id);
-    expect(one).toMatchObject({ delivery_id: test.delivery_id, attempt_log: [] });
+    expect(one).toMatchObject({ delivery_id: test.delivery_id, attempt_log: [{ attempt: 1, status: 503 }] });
 
-    await env.DB.prepare(
+    await endpointSql(
+      webhook.webhook_id,
       "UPDATE deliveries SET status = 'failed', attempts = 8, next_attempt_at = NULL WHERE app_id = 'client-deliveries'",
-    ).run();
+    );
     expect(await api.recover(webhook.webhook_id, new Date(Date.now() - 3_600_000))).toBe(5);
     const failed = [];
     for await (const delivery of api.deliveries(webhook.webhook_id, { status: 'failed' })) failed.push(delivery);
@@ -197,10 +208,12 @@ describe('examples/client.ts: the portal operations', () => {
     const again = await api.updateWebhook(BigInt(hook.webhook_id), { description: 'Orders' });
     expect(again).toEqual(changed);
 
+    receiver(() => new Response('down', { status: 503 }));
     const { delivery_id } = await api.sendTestEvent(hook.webhook_id);
+    await deliverDue(hook.webhook_id);
     const stats = await api.stats(hook.webhook_id);
     expect(stats.webhook_id).toBe(hook.webhook_id);
-    expect(stats.last_24h).toMatchObject({ pending: 1, attempts: 0 });
+    expect(stats.last_24h).toMatchObject({ pending: 1, attempts: 1 });
     expect(stats.hourly).toHaveLength(24);
 
     const resent = await api.resend(delivery_id);

@@ -13,6 +13,15 @@ afterEach(() => {
   vi.restoreAllMocks();
 });
 
+/** An APPLICATIONS binding whose objects fail every call. */
+const failingApplications = {
+  getByName: () => ({
+    publish: async () => {
+      throw new Error('object unavailable');
+    },
+  }),
+};
+
 describe('docs/openapi.json: publishing a batch of events', () => {
   it('documents every reply of publishing a batch: status, body schema and headers', async () => {
     vi.spyOn(console, 'error').mockImplementation(() => {});
@@ -42,6 +51,7 @@ describe('docs/openapi.json: publishing a batch of events', () => {
       ['429', () => send(publisher, batch([event('b4')]), publishLimited)],
       ['503', () => send(publisher, batch([event('b4')]), { DB: overloaded() })],
       ['503 broken', () => send(publisher, batch([event('b4')]), { DB: broken() })],
+      ['503 object', () => send(publisher, batch([event('b4')]), { APPLICATIONS: failingApplications })],
     ];
     const ids = new Map<string, string[]>();
     for (const [expected, run] of cases) {

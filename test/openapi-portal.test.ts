@@ -1,10 +1,11 @@
 // The portal's operations (PATCH, stats, resend, the event catalog) and the read-only scope,
 // checked against docs/openapi.json with real replies, status by status.
-import { env, SELF } from 'cloudflare:test';
+import { SELF } from 'cloudflare:test';
 import { exportJWK, generateKeyPair } from 'jose';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { RESEND_PATH, STATS_PATH } from '../src/deliveries/routes';
 import { EVENT_TYPES_PATH } from '../src/events/routes';
+import { endpointSql } from './helpers/objects';
 import {
   broken,
   expectDocumented,
@@ -15,7 +16,6 @@ import {
   resolve,
   validate,
 } from './helpers/openapi';
-import { fakeQueue } from './helpers/queues';
 import { fetchAndWait, fetchWith, ORIGIN, PATH, publishEvent, put, registerWebhook } from './helpers/requests';
 import { bearer, tokenFor } from './helpers/tokens';
 
@@ -103,13 +103,22 @@ describe('docs/openapi.json: the portal operations', () => {
     const { deliveryIds } = await publishEvent(app);
     const off = await registerWebhook(app, { url: 'https://off.example.com/h' });
     await publishEvent(app);
-    const offDelivery = (
-      await env.DB.prepare('SELECT CAST(delivery_id AS TEXT) AS id FROM deliveries WHERE webhook_id = ?1')
-        .bind(Number(off.id))
-        .first<{ id: string }>()
-    )?.id as string;
+    const [offDelivery] = (
+      await endpointSql<{ id: string }>(off.id, 'SELECT CAST(delivery_id AS TEXT) AS id FROM deliveries')
+    ).map((r) => r.id);
+    expect(offDelivery).toBeDefined();
     await put({ webhook_id: off.id, is_enabled: false }, token);
-    const queue = { DELIVERIES: fakeQueue().binding };
+    const queue = {};
+    // The application's object fails (which delivery is whose is asked of it first).
+    const objectDown = {
+      APPLICATIONS: {
+        getByName: () => ({
+          locate: async () => {
+            throw new Error('object unavailable');
+          },
+        }),
+      },
+    };
     const resend = (headers: Record<string, string>, body: unknown, type?: string) =>
       json('POST', RESEND_PATH, headers, body, type);
     await expectEach('post', RESEND_PATH, [
@@ -124,6 +133,7 @@ describe('docs/openapi.json: the portal operations', () => {
       ['429', () => fetchWith({ ...queue, ...limited }, resend(token, { delivery_id: deliveryIds[0] }))],
       ['500', () => fetchWith({ ...queue, DB: broken() }, resend(token, { delivery_id: deliveryIds[0] }))],
       ['503', () => fetchWith({ ...queue, DB: overloaded() }, resend(token, { delivery_id: deliveryIds[0] }))],
+      ['503 object', () => fetchWith(objectDown, resend(token, { delivery_id: deliveryIds[0] }))],
     ]);
     expect(id).toBeTruthy();
   });

@@ -1,8 +1,8 @@
 // docs/openapi.json on recovery: POST /v1.0/app/nft/webhook/recover.
-import { env } from 'cloudflare:test';
 import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { RECOVER_PATH } from '../src/deliveries/routes';
 import { insertWebhook } from './helpers/database';
+import { deliverDue, endpointSql, storedDelivery } from './helpers/objects';
 import {
   broken,
   expectDocumented,
@@ -15,7 +15,6 @@ import {
   putRequest,
   sizedBody,
 } from './helpers/openapi';
-import { consume, DELIVERIES_QUEUE, fakeQueue } from './helpers/queues';
 import { type Received, receiver } from './helpers/receiver';
 import { expectValue, type Webhook } from './helpers/replies';
 import { eventRequest, fetchAndWait, fetchWith, MAX_BODY_BYTES, PATH } from './helpers/requests';
@@ -37,18 +36,19 @@ describe('docs/openapi.json: recovering deliveries', () => {
   let fixed = false;
   const answer = (req: Received) =>
     new Response(null, { status: req.url.endsWith('/recover-gone') && !fixed ? 410 : 204 });
-  const queue = fakeQueue();
+  /** Lets the attempt of the recovered delivery, held at the receiver, be answered. */
+  let release = () => {};
   const send = (overrides: Record<string, unknown>, headers: Record<string, string>, body: unknown, type?: string) =>
     fetchAndWait(
-      { DELIVERIES: queue.binding, ...overrides },
+      overrides,
       postTo(RECOVER_PATH, headers, typeof body === 'string' ? body : JSON.stringify(body), type),
     );
   const at = (msFromNow: number) => new Date(Date.now() + msFromNow).toISOString();
   const hour = 3_600_000;
-  const state = () =>
-    env.DB.prepare('SELECT status, attempts, schedule_start FROM deliveries WHERE delivery_id = ?1')
-      .bind(failed)
-      .first();
+  const state = async () => {
+    const d = await storedDelivery(String(gone), failed);
+    return d === undefined ? null : { status: d.status, attempts: d.attempts, schedule_start: d.schedule_start };
+  };
   const bookmarked = ['202', '404', '409', '500', '503'];
   beforeAll(async () => {
     vi.spyOn(console, 'error').mockImplementation(() => {});
@@ -66,25 +66,25 @@ describe('docs/openapi.json: recovering deliveries', () => {
     foreign = await insertWebhook('app-w');
 
     // `recover-gone` answers 410 until it is fixed: its delivery fails, and the service disables it.
-    const published = fakeQueue();
+    receiver(answer);
     await expectValue(
       await fetchAndWait(
-        { DELIVERIES: published.binding },
+        {},
         eventRequest({ app_id: 'app-v', type: 'nft.minted', data: {} }, bearer(await platformToken())),
       ),
       202,
     );
-    receiver(answer);
-    await consume(DELIVERIES_QUEUE, published.sent);
-    failed = (await env.DB.prepare(
-      `SELECT CAST(delivery_id AS TEXT) AS id FROM deliveries WHERE webhook_id = ?1 AND status = 'failed'`,
-    )
-      .bind(String(gone))
-      .first<string>('id')) as string;
-    expect(failed).not.toBeNull();
+    await deliverDue(String(hook), String(gone));
+    failed = (
+      await endpointSql<{ id: string }>(
+        String(gone),
+        `SELECT CAST(delivery_id AS TEXT) AS id FROM deliveries WHERE status = 'failed'`,
+      )
+    )[0]?.id as string;
+    expect(failed).toBeDefined();
   });
 
-  it('documents every reply that refuses a recovery, and queues nothing', async () => {
+  it('documents every reply that refuses a recovery, and recovers nothing', async () => {
     vi.spyOn(console, 'error').mockImplementation(() => {});
     const failures: [string, () => Promise<Response>][] = [
       ['400', () => send({}, bearer(token), { webhook_id: gone, since: 'yesterday' })],
@@ -110,10 +110,18 @@ describe('docs/openapi.json: recovering deliveries', () => {
       ['503', () => send({ DB: overloaded() }, bearer(token), { webhook_id: hook, since: at(-hour) })],
     ];
     await expectEachDocumented('post', RECOVER_PATH, failures, bookmarked);
-    expect(queue.sent).toEqual([]);
+    expect(await state()).toEqual({ status: 'failed', attempts: 1, schedule_start: 0 });
   });
 
-  it('documents the 202 of a recovery once the webhook is enabled again, which queues its failed delivery', async () => {
+  it('documents the 202 of a recovery once the webhook is enabled again, which makes its failed delivery pending', async () => {
+    // The endpoint attempts it at once: its receiver holds the reply until the next test.
+    const held = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const holding = receiver(async (req) => {
+      await held;
+      return answer(req);
+    });
     // Enabled again, the webhook has its failed delivery recovered.
     await expectDocumented(
       await fetchWith({}, putRequest(bearer(token), JSON.stringify({ webhook_id: gone, is_enabled: true }))),
@@ -133,14 +141,23 @@ describe('docs/openapi.json: recovering deliveries', () => {
     );
     expect(values.get('202')).toEqual({ deliveries: 1 });
     expect(values.get('202 none, string id and a window')).toEqual({ deliveries: 0 });
-    expect(queue.sent).toEqual([{ delivery_id: failed, gen: 1 }]);
     expect(await state()).toEqual({ status: 'pending', attempts: 1, schedule_start: 1 });
+    // Due at once: the endpoint's alarm attempts it without being asked (its reply held).
+    await vi.waitFor(
+      () => expect(holding.requests.map((r) => r.url)).toEqual([`https://hooks.example.com/recover-gone`]),
+      {
+        timeout: 5_000,
+      },
+    );
   });
 
   it('attempts a recovered delivery again', async () => {
-    receiver(answer);
+    const { requests } = receiver(answer);
     fixed = true;
-    await consume(DELIVERIES_QUEUE, queue.sent);
+    release();
+    await deliverDue(String(gone));
+    // Attempted once: the attempt held since the recovery, answered now, and no other.
+    expect(requests).toEqual([]);
     expect(await state()).toEqual({ status: 'succeeded', attempts: 2, schedule_start: 1 });
   });
 

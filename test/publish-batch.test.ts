@@ -1,7 +1,7 @@
 import { env } from 'cloudflare:test';
 import { afterEach, describe, expect, it, vi } from 'vitest';
+import { appCounts, appState } from './helpers/app-state';
 import { countingDb, faultyDb, insertWebhook } from './helpers/database';
-import { fakeQueue } from './helpers/queues';
 import { expectEventFail, expectInvalidToken, expectValue } from './helpers/replies';
 import { eventRequest, fetchAndWait, ORIGIN } from './helpers/requests';
 import { bearer, freshApp, platformToken, tokenFor } from './helpers/tokens';
@@ -19,26 +19,36 @@ const batchRequest = (body: unknown, headers: Record<string, string>) =>
     body: typeof body === 'string' ? body : JSON.stringify(body),
   });
 
-/** Publishes a batch with a platform token; what it queues is kept by a fake queue. */
+/** Publishes a batch with a platform token (bindings changed by `overrides`). */
 async function publishBatch(body: unknown, overrides: Record<string, unknown> = {}, headers?: Record<string, string>) {
-  const queue = fakeQueue();
-  const res = await fetchAndWait(
-    { DELIVERIES: queue.binding, ...overrides },
-    batchRequest(body, headers ?? bearer(await platformToken())),
-  );
-  return { res, sent: queue.sent };
+  const res = await fetchAndWait(overrides, batchRequest(body, headers ?? bearer(await platformToken())));
+  return { res };
 }
 
-/** Events and deliveries stored for some applications. */
+/** Events and deliveries stored for some applications, in their objects. */
 async function counts(...apps: string[]) {
-  const list = JSON.stringify(apps);
-  const row = await env.DB.prepare(
-    `SELECT (SELECT COUNT(*) FROM events WHERE app_id IN (SELECT value FROM json_each(?1))) AS events,
-       (SELECT COUNT(*) FROM deliveries WHERE app_id IN (SELECT value FROM json_each(?1))) AS deliveries`,
-  )
-    .bind(list)
-    .first<{ events: number; deliveries: number }>();
-  return row;
+  const total = { events: 0, deliveries: 0 };
+  for (const app of apps) {
+    const n = await appCounts(app);
+    total.events += n.events;
+    total.deliveries += n.deliveries;
+  }
+  return total;
+}
+
+/** An APPLICATIONS binding whose objects' publish fails: before storing, or after (the reply lost). */
+function failingApplications(when: 'before' | 'after') {
+  let calls = 0;
+  const binding = {
+    getByName: (name: string) => ({
+      publish: async (...args: Parameters<ReturnType<typeof env.APPLICATIONS.getByName>['publish']>) => {
+        calls++;
+        if (when === 'after') await env.APPLICATIONS.getByName(name).publish(...args);
+        throw new Error(`object failure ${when} storing`);
+      },
+    }),
+  };
+  return { binding, calls: () => calls };
 }
 
 const event = (app: string, id: string, type = 'NEW_NFT') => ({ app_id: app, type, id, data: { token_id: id } });
@@ -50,26 +60,27 @@ describe('POST /v1.0/platform/nft/events', () => {
     const hookB = await insertWebhook(b, { url: 'https://b.example.com/h' });
     const { db, calls } = countingDb(env.DB);
 
-    const { res, sent } = await publishBatch({ events: [event(a, 'm1'), event(b, 'm2'), event(a, 'm3')] }, { DB: db });
+    const { res } = await publishBatch({ events: [event(a, 'm1'), event(b, 'm2'), event(a, 'm3')] }, { DB: db });
 
     const { value } = await expectValue<{ event_ids: string[] }>(res, 202);
     expect(Object.keys(value)).toEqual(['event_ids']);
     expect(value.event_ids).toHaveLength(3);
     expect(new Set(value.event_ids).size).toBe(3);
     expect(calls()).toBe(1);
-    const stored = await env.DB.prepare(
-      `SELECT e.event_id, e.app_id, e.source_key, CAST(d.webhook_id AS TEXT) AS webhook_id
-       FROM events AS e JOIN deliveries AS d ON d.event_id = e.event_id
-       WHERE e.app_id IN (?1, ?2) ORDER BY e.app_id, e.source_key`,
-    )
-      .bind(a, b)
-      .all();
-    expect(stored.results).toEqual([
+    const stored: unknown[] = [];
+    for (const app of [a, b]) {
+      const { events, deliveries } = await appState(app);
+      for (const e of [...events].sort((x, y) => String(x.source_key).localeCompare(String(y.source_key)))) {
+        for (const d of deliveries.filter((d) => d.event_id === e.event_id)) {
+          stored.push({ event_id: e.event_id, app_id: app, source_key: e.source_key, webhook_id: d.webhook_id });
+        }
+      }
+    }
+    expect(stored).toEqual([
       { event_id: value.event_ids[0], app_id: a, source_key: 'id:m1', webhook_id: hookA },
       { event_id: value.event_ids[2], app_id: a, source_key: 'id:m3', webhook_id: hookA },
       { event_id: value.event_ids[1], app_id: b, source_key: 'id:m2', webhook_id: hookB },
     ]);
-    expect(sent).toHaveLength(3);
   });
 
   it('treats an id repeated in one batch as one event, and a batch sent again stores nothing twice', async () => {
@@ -81,28 +92,24 @@ describe('POST /v1.0/platform/nft/events', () => {
     expect(first.value.event_ids[0]).toBe(first.value.event_ids[2]);
     expect(await counts(app)).toEqual({ events: 2, deliveries: 2 });
 
-    const { res, sent } = await publishBatch(batch);
+    const { res } = await publishBatch(batch);
     const again = await expectValue<{ event_ids: string[] }>(res, 202);
     expect(again.value.event_ids).toEqual(first.value.event_ids);
-    expect(sent).toEqual([]);
     expect(await counts(app)).toEqual({ events: 2, deliveries: 2 });
   });
 
   it('answers an id published before, one at a time, with that event, and delivers it no second time', async () => {
     const app = freshApp();
     await insertWebhook(app, { url: 'https://single.example.com/h' });
-    const queue = fakeQueue();
-    const single = await fetchAndWait(
-      { DELIVERIES: queue.binding },
-      eventRequest(event(app, 'one'), bearer(await platformToken())),
-    );
+    const single = await fetchAndWait({}, eventRequest(event(app, 'one'), bearer(await platformToken())));
     const { value: first } = await expectValue<{ event_id: string }>(single, 202);
 
-    const { res, sent } = await publishBatch({ events: [event(app, 'two'), event(app, 'one')] });
+    const { res } = await publishBatch({ events: [event(app, 'two'), event(app, 'one')] });
 
     const { value } = await expectValue<{ event_ids: string[] }>(res, 202);
     expect(value.event_ids[1]).toBe(first.event_id);
-    expect(sent).toHaveLength(1);
+    const { deliveries } = await appState(app);
+    expect(deliveries.map((d) => d.event_id).sort()).toEqual([first.event_id, value.event_ids[0]].sort());
     expect(await counts(app)).toEqual({ events: 2, deliveries: 2 });
   });
 
@@ -116,10 +123,11 @@ describe('POST /v1.0/platform/nft/events', () => {
       'events must be an array of 1 to 100 events',
     ],
   ])('refuses %s with 400, storing nothing', async (_what, body, detail) => {
-    const { res, sent } = await publishBatch(body);
+    const before = await counts('x');
+    const { res } = await publishBatch(body);
     await expectEventFail(res, 400);
     expect(res.headers.get('x-error-detail')).toBe(detail);
-    expect(sent).toEqual([]);
+    expect(await counts('x')).toEqual(before);
   });
 
   it('validates the batch whole: one invalid event is a 400 naming its index, and none is stored', async () => {
@@ -132,10 +140,9 @@ describe('POST /v1.0/platform/nft/events', () => {
       ['text', 'events[2]: event must be a JSON object'],
     ];
     for (const [bad, detail] of cases) {
-      const { res, sent } = await publishBatch({ events: [event(app, 'ok1'), event(app, 'ok2'), bad] });
+      const { res } = await publishBatch({ events: [event(app, 'ok1'), event(app, 'ok2'), bad] });
       await expectEventFail(res, 400);
       expect(res.headers.get('x-error-detail')).toBe(detail);
-      expect(sent).toEqual([]);
     }
     expect(await counts(app)).toEqual({ events: 0, deliveries: 0 });
   });
@@ -191,19 +198,54 @@ describe('POST /v1.0/platform/nft/events', () => {
     expect(line?.error).toContain('no such table: events');
     expect(await counts(app)).toEqual({ events: 0, deliveries: 0 });
 
-    // The reply of a batch that committed is lost: sent again, it stores nothing twice.
-    const lost = faultyDb([
-      { after: 'Network connection lost' },
-      { after: 'Network connection lost' },
-      { after: 'Network connection lost' },
-      { after: 'Network connection lost' },
-    ]);
-    const unknown = await publishBatch(batch, { DB: lost.db });
+    // The application's object fails: 503 with Retry-After, nothing stored.
+    const down = failingApplications('before');
+    const refused = await publishBatch(batch, { APPLICATIONS: down.binding });
+    await expectEventFail(refused.res, 503);
+    expect(refused.res.headers.get('retry-after')).toBe('2');
+    expect(down.calls()).toBe(1);
+    expect(await counts(app)).toEqual({ events: 0, deliveries: 0 });
+
+    // The object stored the batch but its reply is lost: sent again, it stores nothing twice.
+    const lost = failingApplications('after');
+    const unknown = await publishBatch(batch, { APPLICATIONS: lost.binding });
     await expectEventFail(unknown.res, 503);
+    expect(await counts(app)).toEqual({ events: 2, deliveries: 2 });
     const { res } = await publishBatch(batch);
     const { value } = await expectValue<{ event_ids: string[] }>(res, 202);
     expect(value.event_ids).toHaveLength(2);
     expect(await counts(app)).toEqual({ events: 2, deliveries: 2 });
+  });
+});
+
+describe('a batch of several applications, one of whose objects fails', () => {
+  it('answers 503 with Retry-After; sent again, it stores each event once', async () => {
+    vi.spyOn(console, 'error').mockImplementation(() => {});
+    const [a, b] = [freshApp(), freshApp()];
+    await insertWebhook(a, { url: 'https://a.example.com/h' });
+    await insertWebhook(b, { url: 'https://b.example.com/h' });
+    const batch = { events: [event(a, 'p1'), event(b, 'p2'), event(a, 'p3')] };
+    const onlyB = {
+      getByName: (name: string) =>
+        name === b
+          ? {
+              publish: async () => {
+                throw new Error('object unavailable');
+              },
+            }
+          : env.APPLICATIONS.getByName(name),
+    };
+    const failed = await publishBatch(batch, { APPLICATIONS: onlyB });
+    await expectEventFail(failed.res, 503);
+    expect(failed.res.headers.get('retry-after')).toBe('2');
+    expect(await counts(b)).toEqual({ events: 0, deliveries: 0 });
+
+    const { value } = await expectValue<{ event_ids: string[] }>((await publishBatch(batch)).res, 202);
+    expect(new Set(value.event_ids).size).toBe(3);
+    expect(await counts(a)).toEqual({ events: 2, deliveries: 2 });
+    expect(await counts(b)).toEqual({ events: 1, deliveries: 1 });
+    const ids = (await appState(a)).events.map((e) => e.event_id).sort();
+    expect(ids).toEqual([value.event_ids[0], value.event_ids[2]].sort());
   });
 });
 
