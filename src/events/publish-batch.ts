@@ -42,8 +42,8 @@ export function batchEvents(body: unknown): NewEvent[] {
 
 /**
  * POST /v1.0/platform/nft/events {"events": [...]}: 1 to 100 events, of one application or several,
- * stored with their deliveries at their applications' objects (one D1 read first); 202 with their ids in the order sent once
- * every one is stored. An `id` repeated in the batch is one event; an `id` its application
+ * stored with their deliveries at their applications' objects (after one D1 read); 202 with their
+ * ids in the order sent once every one is stored. An `id` repeated in the batch is one event; an `id` its application
  * published before answers that event's id, so the same batch sent again stores nothing twice. A
  * storage failure is a 503 with Retry-After: each application's events are stored all or none (its
  * object's transaction); another application's may be stored already, and the batch sent again
