@@ -221,6 +221,36 @@ export function writeDevVars(
   );
 }
 
+/**
+ * A Worker of this tree a test starts for itself, with settings of its own: a local D1 made by the
+ * migrations in `folder`/state, its settings file, its log; `start()` again runs it on the same
+ * state (after `stop()`). The JWT secret and WEBHOOK_SECRET_KEY are new; `origins` are the
+ * allowed receiver origins.
+ */
+export function ownWorker(folder: string, origins: string[], settings: Record<string, string>) {
+  const persistTo = join(folder, 'state');
+  const envFile = join(folder, 'own.vars');
+  const secret = randomBytes(32).toString('base64url');
+  writeDevVars(envFile, {
+    JWT_SECRET: secret,
+    WEBHOOK_SECRET_KEY: randomBytes(32).toString('base64'),
+    WEBHOOK_URL_ALLOWED_ORIGINS: origins.join(' '),
+    ...settings,
+  });
+  let migrated = false;
+  let runs = 0;
+  return {
+    secret,
+    persistTo,
+    async start(): Promise<Dev> {
+      if (!migrated) await wranglerAsync(['d1', 'migrations', 'apply', 'DB', '--local', '--persist-to', persistTo]);
+      migrated = true;
+      runs += 1;
+      return startWranglerDev({ cwd: root, persistTo, envFile, logFile: join(folder, `wrangler-dev-${runs}.log`) });
+    },
+  };
+}
+
 let dev: Dev | undefined;
 let folder: string | undefined;
 
