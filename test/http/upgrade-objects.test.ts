@@ -21,9 +21,9 @@ const root = new URL('../..', import.meta.url).pathname;
 /** Short, so the move's wait after a claim ((2 x 1 + 30) s) fits in a test. */
 const TIMEOUT_SECONDS = 1;
 /**
- * A failed attempt is retried 1 s later, then 20 s later; four... three attempts at most. The
- * receiver that answers 500 fails in about 21 s; the one that is down is left pending (two
- * attempts, its third due 20 s later) when the release before stops.
+ * A failed attempt is retried 1 s later, then 20 s later: three attempts at most. The receiver
+ * that answers 500 fails in about 21 s; the one that is down is left pending (two attempts, its
+ * third due 20 s later) when the release before stops.
  */
 const SCHEDULE = '1s 20s';
 /** After the request that shows the sending has passed a point, how long a request that should not come is given. */
