@@ -63,12 +63,15 @@ export function connection() {
  * A token for `appId`, signed with the secret the Worker under test verifies with; `scope`: its
  * scope claim (a publisher's is `events:publish`).
  */
-export const tokenFor = (appId: string, scope?: string) =>
+export const tokenFor = (appId: string, scope?: string) => tokenWith(inject('secret'), appId, scope);
+
+/** A token for `appId` signed with `secret`: for a Worker a test started itself, with a secret of its own. */
+export const tokenWith = (secret: string, appId: string, scope?: string) =>
   new SignJWT({ sub: appId, ...(scope === undefined ? {} : { scope }) })
     .setProtectedHeader({ alg: 'HS256', typ: 'JWT' })
     .setIssuedAt()
     .setExpirationTime('10m')
-    .sign(new TextEncoder().encode(inject('secret')));
+    .sign(new TextEncoder().encode(secret));
 
 /** `count` chunks of `size` bytes, produced one at a time (a body of unknown length). */
 export async function* chunks(count: number, size = 16 * 1024): AsyncIterable<Buffer> {

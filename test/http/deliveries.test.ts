@@ -1,18 +1,19 @@
 // Deliveries end to end over real sockets: webhooks registered through the API at a receiver in
-// this process, events published over HTTP to `wrangler dev`, its real local queues carrying the
-// deliveries and its consumer POSTing them here; what arrives is checked byte for byte and verified
-// with `standardwebhooks`, and what the Worker recorded is read from its local D1.
+// this process, events published over HTTP to `wrangler dev`, each endpoint's Durable Object (its
+// alarm) POSTing the deliveries here; what arrives is checked byte for byte and verified with
+// `standardwebhooks`, and what the Worker recorded is read from the delivery log (the objects'
+// storage) and, for the control plane, from its local D1.
 // Each test has an application (and receiver paths) of its own, so they can run at once.
 import { randomBytes } from 'node:crypto';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { PATH, tokenFor } from './client';
+import { apiOf, d1Of, type LoggedDelivery } from './api';
+import { PATH } from './client';
 import { type Received, type Receiver, signedHeaders, sleep, startReceiver, until } from './receiver';
-import { DELIVERY, wranglerAsync } from './wrangler-dev';
+import { DELIVERY } from './wrangler-dev';
 
-const base = inject('baseUrl');
-const EVENT_PATH = '/v1.0/platform/nft/event';
-/** After the request that shows the queue has passed a point, how long a request that should not come is given. */
+const api = apiOf(inject('baseUrl'), inject('secret'));
+/** After the request that shows the sending has passed a point, how long a request that should not come is given. */
 const GRACE_MS = 1500;
 
 let receiver: Receiver;
@@ -21,91 +22,42 @@ beforeAll(async () => {
 });
 afterAll(() => receiver?.close());
 
-let sqlQueue: Promise<unknown> = Promise.resolve();
+const sql = d1Of(inject('persistTo'));
 
-/**
- * Runs SQL on the Worker's local D1, which the running wrangler dev shares; the rows of each
- * statement. Without blocking (the receiver keeps answering), one statement list at a time, and
- * again when the database was locked by the Worker's own write (SQLITE_BUSY).
- */
-function sql(command: string): Promise<Record<string, unknown>[][]> {
-  const args = ['d1', 'execute', 'DB', '--local', '--persist-to', inject('persistTo'), '--json', '--command', command];
-  const run = async () => {
-    for (let attempt = 1; ; attempt++) {
-      try {
-        const out = await wranglerAsync(args);
-        return (JSON.parse(out) as { results: Record<string, unknown>[] }[]).map((r) => r.results);
-      } catch (err) {
-        if (attempt >= 5 || !/SQLITE_BUSY|database is locked/.test(String(err))) throw err;
-        await sleep(200 * attempt);
-      }
-    }
-  };
-  const result = sqlQueue.then(run, run);
-  sqlQueue = result.catch(() => undefined);
-  return result;
-}
+const call = (method: string, path: string, appId: string, body?: string) => api.call(method, path, appId, body);
+const register = (appId: string, path: string, eventTypes?: string[]) =>
+  api.register(appId, receiver.url(path), eventTypes);
+const publish = api.publish;
 
-/**
- * Polls the D1 until the rows of `query`'s first statement satisfy `done`; the rows of each
- * statement. A poll takes seconds (a wrangler process), so the first waits a little for the Worker
- * to record what the receiver saw.
- */
-async function sqlUntil(
-  what: string,
-  query: string,
-  done: (rows: Record<string, unknown>[]) => boolean,
-  timeoutMs = 30_000,
-) {
-  let last: unknown;
-  await sleep(1000);
+/** Polls `webhookId`'s delivery log until `done`; the log (newest first). */
+const logUntil = (appId: string, webhookId: number, what: string, done: (log: LoggedDelivery[]) => boolean) => {
+  let last: LoggedDelivery[] = [];
   return until(
     () => `${what} (last seen: ${JSON.stringify(last)})`,
     async () => {
-      const results = await sql(query);
-      last = results[0];
-      return done(results[0] ?? []) ? results : undefined;
+      last = await api.deliveries(appId, webhookId);
+      return done(last) ? last : undefined;
     },
-    timeoutMs,
-    500,
+    30_000,
+    250,
   );
+};
+
+/** The delivery of `eventId` in the log, with its attempt log. */
+async function withAttempts(appId: string, log: LoggedDelivery[], eventId: string) {
+  const found = log.find((d) => d.event_id === eventId);
+  expect(found, eventId).toBeDefined();
+  return (await api.delivery(appId, found?.delivery_id as string)) as LoggedDelivery;
 }
 
-async function call(method: string, path: string, token: string, body?: string) {
-  const res = await fetch(`${base}${path}`, {
-    method,
-    headers: {
-      authorization: `Bearer ${token}`,
-      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
-    },
-    body,
-  });
-  return { status: res.status, text: await res.text() };
-}
-
-/** Registers a webhook of `appId` at the receiver's `path`; its id and signing secret. */
-async function register(appId: string, path: string, eventTypes?: string[]) {
-  const res = await call(
-    'POST',
-    PATH,
-    await tokenFor(appId),
-    JSON.stringify({ url: receiver.url(path), ...(eventTypes ? { event_types: eventTypes } : {}) }),
-  );
-  expect(res.status, res.text).toBe(201);
-  const { webhook_id: id, secret } = JSON.parse(res.text).value as { webhook_id: number; secret: string };
-  expect(secret).toMatch(/^whsec_/);
-  return { id, secret };
-}
-
-/** Publishes an event over HTTP: `data` is raw JSON text, sent as it is. Answers its event_id. */
-async function publish(appId: string, type: string, data: string, id?: string): Promise<string> {
-  const body = `{"app_id":${JSON.stringify(appId)},"type":${JSON.stringify(type)},${id === undefined ? '' : `"id":${JSON.stringify(id)},`}"data":${data}}`;
-  const res = await call('POST', EVENT_PATH, await tokenFor('http-platform', 'events:publish'), body);
-  expect(res.status, res.text).toBe(202);
-  const match = /^\{"return":0,"message":"success","value":\{"event_id":"(evt_[0-9a-f]{32})"\}\}$/.exec(res.text);
-  expect(match, res.text).not.toBeNull();
-  return match?.[1] as string;
-}
+const pick = ({ event_id, status, attempts, last_status, last_error, next_attempt_at }: LoggedDelivery) => ({
+  event_id,
+  status,
+  attempts,
+  last_status,
+  last_error,
+  next_attempt_at,
+});
 
 const ISO = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
 
@@ -151,18 +103,17 @@ describe.concurrent('deliveries over real HTTP: wrangler dev, its local queues, 
     await sleep(GRACE_MS);
     expect(receiver.requests('/exact').map((r) => r.headers['webhook-id'])).toEqual([eventId, marker]);
 
-    const [deliveries = []] = await sql(
-      `SELECT event_id, webhook_id, status, attempts, last_status, last_error FROM deliveries
-       WHERE app_id = ${quoted(app)} ORDER BY delivery_id`,
+    const deliveries = await logUntil(app, webhookId, 'both deliveries recorded as succeeded', (log) =>
+      log.every((d) => d.status === 'succeeded'),
     );
-    expect(deliveries.filter((d) => d.event_id === eventId)).toEqual([
+    expect(deliveries.filter((d) => d.event_id === eventId).map(pick)).toEqual([
       {
         event_id: eventId,
-        webhook_id: webhookId,
         status: 'succeeded',
         attempts: 1,
         last_status: 204,
         last_error: null,
+        next_attempt_at: null,
       },
     ]);
     expect(deliveries).toHaveLength(2);
@@ -189,16 +140,16 @@ describe.concurrent('deliveries over real HTTP: wrangler dev, its local queues, 
     expect((requests[1] as Received).at - (requests[0] as Received).at).toBeGreaterThanOrEqual(900);
     expect((requests[2] as Received).at - (requests[1] as Received).at).toBeGreaterThanOrEqual(900);
 
-    const [deliveries, attempts] = await sqlUntil(
+    const log = await logUntil(
+      app,
+      webhookId,
       'the delivery recorded as succeeded',
-      `SELECT webhook_id, status, attempts, last_status, last_error, next_attempt_at FROM deliveries WHERE event_id = ${quoted(eventId)};
-       SELECT a.attempt, a.status, a.error FROM delivery_attempts a JOIN deliveries d USING (delivery_id)
-       WHERE d.event_id = ${quoted(eventId)} ORDER BY a.attempt`,
-      (rows) => rows[0]?.status === 'succeeded',
+      (l) => l[0]?.status === 'succeeded',
     );
-    expect(deliveries).toEqual([
+    const delivery = await withAttempts(app, log, eventId);
+    expect(log.map(pick)).toEqual([
       {
-        webhook_id: webhookId,
+        event_id: eventId,
         status: 'succeeded',
         attempts: 3,
         last_status: 200,
@@ -206,7 +157,7 @@ describe.concurrent('deliveries over real HTTP: wrangler dev, its local queues, 
         next_attempt_at: null,
       },
     ]);
-    expect(attempts).toEqual([
+    expect(delivery.attempt_log?.map(({ attempt, status, error }) => ({ attempt, status, error }))).toEqual([
       { attempt: 1, status: 500, error: null },
       { attempt: 2, status: 500, error: null },
       { attempt: 3, status: 200, error: null },
@@ -220,18 +171,21 @@ describe.concurrent('deliveries over real HTTP: wrangler dev, its local queues, 
     // The Location is an allowed origin too: only not following keeps it unrequested.
     receiver.answer('/redirect', () => ({ status: 302, headers: { location: receiver.url('/redirect-target') } }));
     receiver.answer('/redirect-target', () => ({ status: 200 }));
-    await register(app, '/redirect');
+    const { id: webhookId } = await register(app, '/redirect');
     const eventId = await publish(app, 'NEW_NFT', '{"token_id":"8"}');
 
     // The first attempt and the schedule's three retries, then the delivery failed.
     const requests = await receiver.waitFor('/redirect', 4);
     expect(requests.every((r) => r.headers['webhook-id'] === eventId)).toBe(true);
-    const [deliveries] = await sqlUntil(
+    const deliveries = await logUntil(
+      app,
+      webhookId,
       'the delivery recorded as failed',
-      `SELECT status, attempts, last_status FROM deliveries WHERE event_id = ${quoted(eventId)}`,
-      (rows) => rows[0]?.status === 'failed',
+      (l) => l[0]?.status === 'failed',
     );
-    expect(deliveries).toEqual([{ status: 'failed', attempts: 4, last_status: 302 }]);
+    expect(deliveries.map(({ status, attempts, last_status }) => ({ status, attempts, last_status }))).toEqual([
+      { status: 'failed', attempts: 4, last_status: 302 },
+    ]);
     expect(receiver.requests('/redirect')).toHaveLength(4);
     expect(receiver.requests('/redirect-target')).toEqual([]);
   });
@@ -240,12 +194,11 @@ describe.concurrent('deliveries over real HTTP: wrangler dev, its local queues, 
     const app = appOf('gone');
     receiver.answer('/gone', () => ({ status: 410 }));
     const { id: webhookId } = await register(app, '/gone');
-    const token = await tokenFor(app);
     const eventId = await publish(app, 'NEW_NFT', '{"token_id":"9"}');
 
     await receiver.waitFor('/gone', 1);
     const webhook = await until('GET to show the webhook disabled', async () => {
-      const res = await call('GET', `${PATH}?webhook_id=${webhookId}`, token);
+      const res = await call('GET', `${PATH}?webhook_id=${webhookId}`, app);
       expect(res.status, res.text).toBe(200);
       const value = JSON.parse(res.text).value as { is_enabled: boolean };
       return value.is_enabled === false ? value : undefined;
@@ -254,11 +207,13 @@ describe.concurrent('deliveries over real HTTP: wrangler dev, its local queues, 
 
     // Disabled now: a new event makes no delivery for it.
     const later = await publish(app, 'NEW_NFT', '{"token_id":"10"}');
-    const [deliveries, audit] = await sql(
-      `SELECT event_id, status, attempts, last_status FROM deliveries WHERE webhook_id = ${webhookId};
-       SELECT action, actor, reason FROM webhook_audit WHERE webhook_id = ${webhookId} ORDER BY audit_id`,
+    const deliveries = await api.deliveries(app, webhookId);
+    const [audit] = await sql(
+      `SELECT action, actor, reason FROM webhook_audit WHERE webhook_id = ${webhookId} ORDER BY audit_id`,
     );
-    expect(deliveries).toEqual([{ event_id: eventId, status: 'failed', attempts: 1, last_status: 410 }]);
+    expect(
+      deliveries.map(({ event_id, status, attempts, last_status }) => ({ event_id, status, attempts, last_status })),
+    ).toEqual([{ event_id: eventId, status: 'failed', attempts: 1, last_status: 410 }]);
     expect(deliveries?.some((d) => d.event_id === later)).toBe(false);
     expect(audit).toEqual([
       { action: 'create', actor: app, reason: null },
@@ -276,14 +231,9 @@ describe.concurrent('deliveries over real HTTP: wrangler dev, its local queues, 
     const modNft = await publish(app, 'MOD_NFT', '{"token_id":"11","owner":"0xdef"}');
 
     // The fan-out is decided when the event is stored: no delivery of NEW_NFT to the MOD_NFT webhook.
-    const [deliveries] = await sql(
-      `SELECT event_id, webhook_id FROM deliveries WHERE app_id = ${quoted(app)} ORDER BY event_id = ${quoted(newNft)} DESC, webhook_id`,
-    );
-    expect(deliveries).toEqual([
-      { event_id: newNft, webhook_id: every.id },
-      { event_id: modNft, webhook_id: modOnly.id },
-      { event_id: modNft, webhook_id: every.id },
-    ]);
+    const eventsOf = async (id: number) => (await api.deliveries(app, id)).map((d) => d.event_id).sort();
+    expect(await eventsOf(modOnly.id)).toEqual([modNft]);
+    expect(await eventsOf(every.id)).toEqual([newNft, modNft].sort());
     // And on the wire: the MOD_NFT event (published after the NEW_NFT one) arrives, the NEW_NFT one never.
     const [mod] = await receiver.waitFor('/types-mod', 1);
     expectDelivery(mod as Received, modOnly.secret, modNft, 'MOD_NFT', '{"token_id":"11","owner":"0xdef"}');
@@ -301,19 +251,32 @@ describe.concurrent('deliveries over real HTTP: wrangler dev, its local queues, 
     const eventId = await publish(app, 'NEW_NFT', '{"token_id":"12"}');
 
     const [first] = await receiver.waitFor('/slow', 1);
-    // Deleted while its first attempt waits: the delivery is cancelled at its next message, with
-    // no second attempt (the retry comes a second after the timeout).
-    const res = await call('DELETE', `${PATH}?webhook_id=${webhookId}`, await tokenFor(app));
+    const [logged] = await api.deliveries(app, webhookId);
+    const deliveryId = logged?.delivery_id as string;
+    // Deleted while its first attempt waits: the delivery is cancelled at its next pass, with no
+    // second attempt (the retry comes a second after the timeout).
+    const res = await call('DELETE', `${PATH}?webhook_id=${webhookId}`, app);
     expect(res.status, res.text).toBe(200);
-    const [deliveries, attempts = []] = await sqlUntil(
-      'the delivery cancelled',
-      `SELECT status, attempts, last_status, last_error FROM deliveries WHERE event_id = ${quoted(eventId)};
-       SELECT a.attempt, a.status, a.error, a.duration_ms FROM delivery_attempts a JOIN deliveries d USING (delivery_id)
-       WHERE d.event_id = ${quoted(eventId)} ORDER BY a.attempt`,
-      (rows) => rows[0]?.status !== undefined && rows[0].status !== 'pending',
+    // The webhook is gone: its delivery is read by its id (its application's object knows where).
+    let last: LoggedDelivery | null = null;
+    const delivery = await until(
+      () => `the delivery cancelled (last seen: ${JSON.stringify(last)})`,
+      async () => {
+        last = await api.delivery(app, deliveryId);
+        return last !== null && last.status !== 'pending' ? last : undefined;
+      },
     );
-    expect(deliveries).toEqual([{ status: 'cancelled', attempts: 1, last_status: null, last_error: 'timeout' }]);
-    expect(attempts).toEqual([{ attempt: 1, status: null, error: 'timeout', duration_ms: expect.any(Number) }]);
+    expect(delivery).toMatchObject({
+      event_id: eventId,
+      status: 'cancelled',
+      attempts: 1,
+      last_status: null,
+      last_error: 'timeout',
+    });
+    const attempts = delivery.attempt_log ?? [];
+    expect(attempts.map(({ attempt, status, error }) => ({ attempt, status, error }))).toEqual([
+      { attempt: 1, status: null, error: 'timeout' },
+    ]);
     const duration = attempts[0]?.duration_ms as number;
     expect(duration).toBeGreaterThanOrEqual(DELIVERY.timeoutSeconds * 1000 - 100);
     expect(duration).toBeLessThan(slowMs);
@@ -324,10 +287,10 @@ describe.concurrent('deliveries over real HTTP: wrangler dev, its local queues, 
 });
 
 describe('the Cron Trigger over HTTP (GET /__scheduled, wrangler dev --test-scheduled)', () => {
-  it('queues a delivery whose message was lost again, and only overdue pending ones', async () => {
+  it('moves deliveries the release before left in D1 to the endpoint: an overdue pending one is sent once, a later one stays pending, an ended one stays ended', async () => {
     const app = appOf('cron');
     const { id: webhookId, secret } = await register(app, '/cron');
-    // Stored by SQL, so no queue message exists for them: as if the message had been lost.
+    // Stored by SQL in the release before's tables, as its Worker left them.
     const now = new Date().toISOString();
     const id = () => `evt_${randomBytes(16).toString('hex')}`;
     const [lost, notYet, ended] = [id(), id(), id()];
@@ -342,37 +305,69 @@ describe('the Cron Trigger over HTTP (GET /__scheduled, wrangler dev --test-sche
              VALUES (${quoted(eventId)}, ${quoted(app)}, 'NEW_NFT', ${quoted(payload(eventId))}, ${quoted(now)})`,
         )
         .concat(
-          `INSERT INTO deliveries (event_id, webhook_id, app_id, status, next_attempt_at) VALUES
-             (${quoted(lost)}, ${webhookId}, ${quoted(app)}, 'pending', ${quoted(now)}),
-             (${quoted(notYet)}, ${webhookId}, ${quoted(app)}, 'pending', ${quoted(inAnHour)}),
-             (${quoted(ended)}, ${webhookId}, ${quoted(app)}, 'failed', ${quoted(longAgo)})`,
-          // Overdue by far more than DELIVERY_REQUEUE_AFTER_SECONDS.
-          `UPDATE deliveries SET next_attempt_at = ${quoted(longAgo)} WHERE event_id = ${quoted(lost)} AND status = 'pending'`,
+          `INSERT INTO deliveries (event_id, webhook_id, app_id, status, next_attempt_at, created_at) VALUES
+             (${quoted(lost)}, ${webhookId}, ${quoted(app)}, 'pending', ${quoted(longAgo)}, ${quoted(now)}),
+             (${quoted(notYet)}, ${webhookId}, ${quoted(app)}, 'pending', ${quoted(inAnHour)}, ${quoted(now)}),
+             (${quoted(ended)}, ${webhookId}, ${quoted(app)}, 'failed', NULL, ${quoted(now)})`,
         )
         .join(';\n'),
     );
+    const [before = []] = await sql(
+      `SELECT CAST(delivery_id AS TEXT) AS delivery_id, event_id FROM deliveries WHERE app_id = ${quoted(app)}`,
+    );
+    // The first run claims them; the move waits (2 x DELIVERY_TIMEOUT_SECONDS + 30) s after the
+    // claim, so an attempt the release before started has ended; the next run moves them.
+    await api.scheduled();
     await sleep(GRACE_MS);
     expect(receiver.requests('/cron')).toEqual([]);
-
-    const res = await fetch(`${base}/__scheduled`);
-    expect(res.status, await res.text()).toBe(200);
+    await sleep((2 * DELIVERY.timeoutSeconds + 30) * 1000);
+    await api.scheduled();
 
     const [request] = await receiver.waitFor('/cron', 1);
     expect((request as Received).headers['webhook-id']).toBe(lost);
     expect((request as Received).body.toString()).toBe(payload(lost));
     new Webhook(secret).verify((request as Received).body, signedHeaders(request as Received));
 
-    const [rows] = await sqlUntil(
-      'the recovered delivery recorded as succeeded',
-      `SELECT event_id, status, attempts, next_attempt_at FROM deliveries WHERE app_id = ${quoted(app)} ORDER BY delivery_id`,
-      (r) => r[0]?.status === 'succeeded',
+    const log = await logUntil(app, webhookId, 'the moved delivery recorded as succeeded', (l) =>
+      l.some((d) => d.event_id === lost && d.status === 'succeeded'),
     );
-    expect(rows).toEqual([
-      { event_id: lost, status: 'succeeded', attempts: 1, next_attempt_at: null },
-      { event_id: notYet, status: 'pending', attempts: 0, next_attempt_at: inAnHour },
-      { event_id: ended, status: 'failed', attempts: 0, next_attempt_at: longAgo },
+    const idOf = (eventId: string) => before.find((d) => d.event_id === eventId)?.delivery_id;
+    expect(
+      log
+        .map((d) => ({ ...pick(d), delivery_id: d.delivery_id }))
+        .sort((a, b) => Number(a.delivery_id) - Number(b.delivery_id)),
+    ).toEqual([
+      {
+        delivery_id: idOf(lost),
+        event_id: lost,
+        status: 'succeeded',
+        attempts: 1,
+        last_status: 204,
+        last_error: null,
+        next_attempt_at: null,
+      },
+      {
+        delivery_id: idOf(notYet),
+        event_id: notYet,
+        status: 'pending',
+        attempts: 0,
+        last_status: null,
+        last_error: null,
+        next_attempt_at: inAnHour,
+      },
+      {
+        delivery_id: idOf(ended),
+        event_id: ended,
+        status: 'failed',
+        attempts: 0,
+        last_status: null,
+        last_error: null,
+        next_attempt_at: null,
+      },
     ]);
+    const [left] = await sql(`SELECT COUNT(*) AS n FROM deliveries WHERE app_id = ${quoted(app)}`);
+    expect(left).toEqual([{ n: 0 }]);
     await sleep(GRACE_MS);
     expect(receiver.requests('/cron').map((r) => r.headers['webhook-id'])).toEqual([lost]);
-  });
+  }, 120_000);
 });

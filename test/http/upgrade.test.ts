@@ -126,6 +126,7 @@ describe(`today's release (${RELEASE}) on a database upgraded by the pending mig
       '0002_register_read_list.sql',
       '0003_deliveries.sql',
       '0004_portal.sql',
+      '0005_objects.sql',
     ]);
 
     // The release's Worker on the upgraded database.

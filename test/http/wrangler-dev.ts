@@ -43,7 +43,7 @@ export const DELIVERY = {
   requeueAfterSeconds: 5,
 } as const;
 
-const freePort = () =>
+export const freePort = () =>
   new Promise<number>((resolve, reject) => {
     const server = createServer();
     server.once('error', reject);
@@ -186,6 +186,71 @@ export async function startWranglerDev(options: {
   return { baseUrl: `http://127.0.0.1:${port}`, stop };
 }
 
+/**
+ * Writes the settings file of a Worker under test: every setting given (`settings` over the test
+ * defaults: DELIVERY's timings, the Worker's defaults for the rest), so a developer's .dev.vars
+ * cannot change a test. JWT_SECRET, WEBHOOK_SECRET_KEY and WEBHOOK_URL_ALLOWED_ORIGINS are the caller's.
+ */
+export function writeDevVars(
+  file: string,
+  settings: { JWT_SECRET: string; WEBHOOK_SECRET_KEY: string; WEBHOOK_URL_ALLOWED_ORIGINS: string } & Record<
+    string,
+    string
+  >,
+) {
+  const all: Record<string, string> = {
+    ...Object.fromEntries(
+      ['JWT_PUBLIC_KEY', 'JWT_JWKS_URL', 'JWT_ALGORITHMS', 'JWT_ISSUER', 'JWT_AUDIENCE', 'JWT_TYP'].map((k) => [k, '']),
+    ),
+    JWT_APP_CLAIM: 'sub',
+    WEBHOOKS_PER_APP: '',
+    DELIVERY_RETRY_SCHEDULE: DELIVERY.retrySchedule,
+    DELIVERY_TIMEOUT_SECONDS: String(DELIVERY.timeoutSeconds),
+    DELIVERY_REQUEUE_AFTER_SECONDS: String(DELIVERY.requeueAfterSeconds),
+    // Empty: the Worker's defaults (120 hours, 30 days).
+    AUTO_DISABLE_AFTER_HOURS: '',
+    DELIVERY_RETENTION_DAYS: '',
+    PORTAL_FRAME_ANCESTORS: '',
+    ...settings,
+  };
+  writeFileSync(
+    file,
+    `${Object.entries(all)
+      .map(([k, v]) => `${k}=${JSON.stringify(v)}`)
+      .join('\n')}\n`,
+  );
+}
+
+/**
+ * A Worker of this tree a test starts for itself, with settings of its own: a local D1 made by the
+ * migrations in `folder`/state, its settings file, its log; `start()` again runs it on the same
+ * state (after `stop()`). The JWT secret and WEBHOOK_SECRET_KEY are new; `origins` are the
+ * allowed receiver origins.
+ */
+export function ownWorker(folder: string, origins: string[], settings: Record<string, string>) {
+  const persistTo = join(folder, 'state');
+  const envFile = join(folder, 'own.vars');
+  const secret = randomBytes(32).toString('base64url');
+  writeDevVars(envFile, {
+    JWT_SECRET: secret,
+    WEBHOOK_SECRET_KEY: randomBytes(32).toString('base64'),
+    WEBHOOK_URL_ALLOWED_ORIGINS: origins.join(' '),
+    ...settings,
+  });
+  let migrated = false;
+  let runs = 0;
+  return {
+    secret,
+    persistTo,
+    async start(): Promise<Dev> {
+      if (!migrated) await wranglerAsync(['d1', 'migrations', 'apply', 'DB', '--local', '--persist-to', persistTo]);
+      migrated = true;
+      runs += 1;
+      return startWranglerDev({ cwd: root, persistTo, envFile, logFile: join(folder, `wrangler-dev-${runs}.log`) });
+    },
+  };
+}
+
 let dev: Dev | undefined;
 let folder: string | undefined;
 
@@ -200,27 +265,11 @@ export default async function setup(project: TestProject) {
     .join(' ');
   // Every setting is given here, so a developer's .dev.vars cannot change the tests.
   const envFile = join(folder, 'test.vars');
-  writeFileSync(
-    envFile,
-    [
-      `JWT_SECRET=${secret}`,
-      ...['JWT_PUBLIC_KEY', 'JWT_JWKS_URL', 'JWT_ALGORITHMS', 'JWT_ISSUER', 'JWT_AUDIENCE', 'JWT_TYP'].map(
-        (k) => `${k}=`,
-      ),
-      'JWT_APP_CLAIM=sub',
-      'WEBHOOKS_PER_APP=',
-      `WEBHOOK_SECRET_KEY=${randomBytes(32).toString('base64')}`,
-      `WEBHOOK_URL_ALLOWED_ORIGINS="${allowedOrigins}"`,
-      `DELIVERY_RETRY_SCHEDULE="${DELIVERY.retrySchedule}"`,
-      `DELIVERY_TIMEOUT_SECONDS=${DELIVERY.timeoutSeconds}`,
-      `DELIVERY_REQUEUE_AFTER_SECONDS=${DELIVERY.requeueAfterSeconds}`,
-      // Empty: the Worker's defaults (120 hours, 30 days).
-      'AUTO_DISABLE_AFTER_HOURS=',
-      'DELIVERY_RETENTION_DAYS=',
-      'PORTAL_FRAME_ANCESTORS=',
-      '',
-    ].join('\n'),
-  );
+  writeDevVars(envFile, {
+    JWT_SECRET: secret,
+    WEBHOOK_SECRET_KEY: randomBytes(32).toString('base64'),
+    WEBHOOK_URL_ALLOWED_ORIGINS: allowedOrigins,
+  });
   wrangler(['d1', 'migrations', 'apply', 'DB', '--local', '--persist-to', persistTo]);
   wrangler(['d1', 'execute', 'DB', '--local', '--persist-to', persistTo, '--file', 'scripts/seed.sql']);
 

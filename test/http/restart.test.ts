@@ -1,0 +1,68 @@
+// Pending deliveries survive a restart by themselves: an endpoint's object keeps its alarm. Under
+// `wrangler dev`, a delivery to a receiver that is down (connection refused) is pending with its
+// next attempt a few seconds away; wrangler dev stops, the receiver starts, wrangler dev starts
+// again on the same local state, and the delivery arrives without the Cron Trigger ever running.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Webhook } from 'standardwebhooks';
+import { afterAll, describe, expect, it } from 'vitest';
+import { apiOf, type LoggedDelivery } from './api';
+import { type Receiver, signedHeaders, sleep, startReceiver, until } from './receiver';
+import { type Dev, freePort, ownWorker } from './wrangler-dev';
+
+const folder = mkdtempSync(join(tmpdir(), 'nft-webhook-restart-'));
+let dev: Dev | undefined;
+let receiver: Receiver | undefined;
+afterAll(async () => {
+  await dev?.stop();
+  await receiver?.close();
+  rmSync(folder, { recursive: true, force: true });
+});
+
+describe('a restart of wrangler dev', () => {
+  it('keeps a pending delivery: its endpoint object alarm sends it after the restart, with no Cron Trigger', async () => {
+    const port = await freePort();
+    const worker = ownWorker(folder, [`http://127.0.0.1:${port}`], { DELIVERY_RETRY_SCHEDULE: '2s 2s 2s' });
+    dev = await worker.start();
+    let api = apiOf(dev.baseUrl, worker.secret);
+    const app = 'restart-app';
+    const { id: webhookId, secret } = await api.register(app, `http://127.0.0.1:${port}/hook`);
+    const eventId = await api.publish(app, 'NEW_NFT', '{"token_id":"1"}');
+    // Nothing listens on the port yet: the first attempt is refused, the next one 2 s later.
+    let last: LoggedDelivery[] = [];
+    const [pending] = await until(
+      () => `a refused first attempt (last seen: ${JSON.stringify(last)})`,
+      async () => {
+        last = await api.deliveries(app, webhookId);
+        return last[0]?.attempts === 1 ? last : undefined;
+      },
+      20_000,
+      50,
+    );
+    await dev.stop();
+    dev = undefined;
+    expect(pending).toMatchObject({ event_id: eventId, status: 'pending', attempts: 1, last_status: null });
+
+    receiver = await startReceiver(port);
+    const restarted = Date.now();
+    dev = await worker.start();
+    api = apiOf(dev.baseUrl, worker.secret);
+    // No request to the Worker at all until the delivery has arrived: only its alarm can send it.
+    const [request] = await receiver.waitFor('/hook', 1, 60_000);
+    console.log(`arrived ${Date.now() - restarted} ms after wrangler dev was started again`);
+    expect(request?.headers['webhook-id']).toBe(eventId);
+    new Webhook(secret).verify(request?.body as Buffer, signedHeaders(request as NonNullable<typeof request>));
+
+    const delivery = await until('the delivery recorded as succeeded', async () => {
+      const found = await api.delivery(app, pending?.delivery_id as string);
+      return found?.status === 'succeeded' ? found : undefined;
+    });
+    expect(delivery.attempt_log?.map(({ attempt, status }) => ({ attempt, status }))).toEqual([
+      ...Array.from({ length: delivery.attempts - 1 }, (_, i) => ({ attempt: i + 1, status: null })),
+      { attempt: delivery.attempts, status: 204 },
+    ]);
+    await sleep(1500);
+    expect(receiver.requests('/hook')).toHaveLength(1);
+  }, 180_000);
+});
