@@ -40,7 +40,6 @@ export const DELIVERY = {
   /** Seconds to wait after failed attempt 1, 2, 3: four attempts at most. */
   retrySchedule: '1s 1s 1s',
   timeoutSeconds: 2,
-  requeueAfterSeconds: 5,
 } as const;
 
 export const freePort = () =>
@@ -206,7 +205,6 @@ export function writeDevVars(
     WEBHOOKS_PER_APP: '',
     DELIVERY_RETRY_SCHEDULE: DELIVERY.retrySchedule,
     DELIVERY_TIMEOUT_SECONDS: String(DELIVERY.timeoutSeconds),
-    DELIVERY_REQUEUE_AFTER_SECONDS: String(DELIVERY.requeueAfterSeconds),
     // Empty: the Worker's defaults (120 hours, 30 days).
     AUTO_DISABLE_AFTER_HOURS: '',
     DELIVERY_RETENTION_DAYS: '',
