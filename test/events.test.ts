@@ -66,7 +66,6 @@ describe('POST /v1.0/platform/nft/event', () => {
     ['DELIVERY_TIMEOUT_SECONDS', '31'],
     ['AUTO_DISABLE_AFTER_HOURS', '0'],
     ['DELIVERY_RETENTION_DAYS', 'x'],
-    ['DELIVERY_REQUEUE_AFTER_SECONDS', '1'],
   ])(
     'fails closed on an invalid %s (%s): 500 and a log line naming it, nothing stored or queued',
     async (name, bad) => {
