@@ -3,29 +3,18 @@
 // it must keep working on the upgraded schema. The database is made by the release's own
 // migrations (its `git archive`), given rows, upgraded with this tree's migrations folder, and then
 // served by the release's own Worker under `wrangler dev`, over HTTP.
-import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { SignJWT } from 'jose';
 import { afterAll, describe, expect, it } from 'vitest';
+import { unpackRelease } from './release';
 import { type Dev, startWranglerDev, wranglerAsync } from './wrangler-dev';
 
 /** Today's release: what production runs when this tree is deployed. */
 const RELEASE = '975efd3';
 const root = new URL('../..', import.meta.url).pathname;
-
-/** Why the release cannot be read from git here (a shallow clone, no git), or null when it can. */
-function releaseMissing(): string | null {
-  const run = spawnSync('git', ['cat-file', '-e', `${RELEASE}^{commit}`], { cwd: root, encoding: 'utf8' });
-  if (run.error !== undefined) return `git is not available (${run.error.message})`;
-  if (run.status === 0) return null;
-  const shallow = spawnSync('git', ['rev-parse', '--is-shallow-repository'], { cwd: root, encoding: 'utf8' });
-  return shallow.stdout.trim() === 'true'
-    ? `commit ${RELEASE} is not in this shallow clone (fetch the history: git fetch --unshallow)`
-    : `commit ${RELEASE} is not in this repository`;
-}
 
 const folder = mkdtempSync(join(tmpdir(), 'nft-webhook-release-'));
 let dev: Dev | undefined;
@@ -59,21 +48,8 @@ const DUMP = `SELECT CAST(webhook_id AS TEXT) AS id, app_id, url, is_enabled, cr
 
 describe(`today's release (${RELEASE}) on a database upgraded by the pending migrations`, () => {
   it('upgrades a database of migrations 0001 and 0002 with rows by `wrangler d1 migrations apply` alone, rows kept; the release keeps working on it', async (context) => {
-    const missing = releaseMissing();
-    if (missing !== null) {
-      console.warn(`skipped: the upgrade test needs the git history: ${missing}`);
-      context.skip(`needs the git history: ${missing}`);
-    }
-
     // The release's tree, with this checkout's packages.
-    const release = join(folder, 'release');
-    mkdirSync(release);
-    const archive = spawnSync('bash', ['-o', 'pipefail', '-c', `git archive ${RELEASE} | tar -x -C "${release}"`], {
-      cwd: root,
-      encoding: 'utf8',
-    });
-    expect(archive.status, archive.stderr).toBe(0);
-    symlinkSync(join(root, 'node_modules'), join(release, 'node_modules'));
+    const release = unpackRelease(RELEASE, folder, context);
     // Released migrations are never edited: 0001 and 0002 are the same files here.
     for (const name of ['0001_initial.sql', '0002_register_read_list.sql']) {
       expect(readFileSync(join(release, 'migrations', name), 'utf8'), name).toBe(
