@@ -1,10 +1,13 @@
 // The service's API as the `http` tests call it over real sockets: register a webhook, publish an
 // event, read the delivery log, run the Cron Trigger. For the shared `wrangler dev` (apiOf with
 // inject's values) or one a test started itself (its own base URL and JWT secret).
-import { expect } from 'vitest';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, expect } from 'vitest';
 import { PATH, tokenWith } from './client';
-import { sleep } from './receiver';
-import { wranglerAsync } from './wrangler-dev';
+import { type Receiver, sleep, until } from './receiver';
+import { type Dev, wranglerAsync } from './wrangler-dev';
 
 export const EVENT_PATH = '/v1.0/platform/nft/event';
 export const DELIVERY_PATH = '/v1.0/app/nft/webhook/delivery';
@@ -99,6 +102,41 @@ export function apiOf(baseUrl: string, secret: string) {
 }
 
 export type Api = ReturnType<typeof apiOf>;
+
+/** Polls `webhookId`'s delivery log until `done` (for at most `timeoutMs`); the log (newest first). */
+export function logUntil(
+  api: Api,
+  appId: string,
+  webhookId: number,
+  what: string,
+  done: (log: LoggedDelivery[]) => boolean,
+  timeoutMs: number,
+) {
+  let last: LoggedDelivery[] = [];
+  return until(
+    () => `${what} (last seen: ${JSON.stringify(last)})`,
+    async () => {
+      last = await api.deliveries(appId, webhookId);
+      return done(last) ? last : undefined;
+    },
+    timeoutMs,
+    250,
+  );
+}
+
+/**
+ * A temporary folder of the test file's own (its name starting `prefix`), with the `wrangler dev`
+ * and receiver a test sets here: after all the file's tests, both are stopped and the folder removed.
+ */
+export function ownFolder(prefix: string) {
+  const own: { folder: string; dev?: Dev; receiver?: Receiver } = { folder: mkdtempSync(join(tmpdir(), prefix)) };
+  afterAll(async () => {
+    await own.dev?.stop();
+    await own.receiver?.close();
+    rmSync(own.folder, { recursive: true, force: true });
+  });
+  return own;
+}
 
 /**
  * Runs SQL on the local D1 kept in `persistTo` (a running wrangler dev shares it): the rows of each

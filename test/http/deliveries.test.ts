@@ -7,7 +7,7 @@
 import { randomBytes } from 'node:crypto';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { apiOf, d1Of, type LoggedDelivery } from './api';
+import { apiOf, d1Of, type LoggedDelivery, logUntil as logUntilOf } from './api';
 import { PATH } from './client';
 import { type Received, type Receiver, signedHeaders, sleep, startReceiver, until } from './receiver';
 import { DELIVERY } from './wrangler-dev';
@@ -30,18 +30,8 @@ const register = (appId: string, path: string, eventTypes?: string[]) =>
 const publish = api.publish;
 
 /** Polls `webhookId`'s delivery log until `done`; the log (newest first). */
-const logUntil = (appId: string, webhookId: number, what: string, done: (log: LoggedDelivery[]) => boolean) => {
-  let last: LoggedDelivery[] = [];
-  return until(
-    () => `${what} (last seen: ${JSON.stringify(last)})`,
-    async () => {
-      last = await api.deliveries(appId, webhookId);
-      return done(last) ? last : undefined;
-    },
-    30_000,
-    250,
-  );
-};
+const logUntil = (appId: string, webhookId: number, what: string, done: (log: LoggedDelivery[]) => boolean) =>
+  logUntilOf(api, appId, webhookId, what, done, 30_000);
 
 /** The delivery of `eventId` in the log, with its attempt log. */
 async function withAttempts(appId: string, log: LoggedDelivery[], eventId: string) {

@@ -2,13 +2,10 @@
 // receiver takes 2 s (the timeout less 1 s) to answer each of 40 deliveries, and the time from
 // publish to arrival at two healthy endpoints (one of the same application, one of another) is
 // measured alone and while the slow one is busy: the medians are within 1 s of each other.
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
-import { type Api, apiOf } from './api';
-import { type Receiver, startReceiver, until } from './receiver';
-import { type Dev, freePort, ownWorker } from './wrangler-dev';
+import { describe, expect, it } from 'vitest';
+import { type Api, apiOf, ownFolder } from './api';
+import { startReceiver, until } from './receiver';
+import { freePort, ownWorker } from './wrangler-dev';
 
 const TIMEOUT_SECONDS = 3;
 const SLOW_MS = (TIMEOUT_SECONDS - 1) * 1000;
@@ -16,14 +13,7 @@ const SLOW_DELIVERIES = 40;
 /** Publish-to-arrival samples per healthy endpoint, quiet and busy. */
 const SAMPLES = 8;
 
-const folder = mkdtempSync(join(tmpdir(), 'nft-webhook-isolation-'));
-let dev: Dev | undefined;
-let receiver: Receiver | undefined;
-afterAll(async () => {
-  await dev?.stop();
-  await receiver?.close();
-  rmSync(folder, { recursive: true, force: true });
-});
+const own = ownFolder('nft-webhook-isolation-');
 
 const median = (values: number[]) => {
   const sorted = [...values].sort((a, b) => a - b);
@@ -36,15 +26,15 @@ const median = (values: number[]) => {
 describe('isolation of a slow endpoint (wrangler dev, DELIVERY_TIMEOUT_SECONDS=3)', () => {
   it(`keeps the publish-to-arrival median of healthy endpoints within 1 s while another takes ${SLOW_MS} ms per delivery`, async () => {
     const port = await freePort();
-    receiver = await startReceiver(port);
-    const rx = receiver;
+    own.receiver = await startReceiver(port);
+    const rx = own.receiver;
     rx.answer('/slow', () => ({ status: 200, delayMs: SLOW_MS }));
-    const worker = ownWorker(folder, [`http://127.0.0.1:${port}`], {
+    const worker = ownWorker(own.folder, [`http://127.0.0.1:${port}`], {
       DELIVERY_TIMEOUT_SECONDS: String(TIMEOUT_SECONDS),
       DELIVERY_RETRY_SCHEDULE: '1s 1s 1s',
     });
-    dev = await worker.start();
-    const api: Api = apiOf(dev.baseUrl, worker.secret);
+    own.dev = await worker.start();
+    const api: Api = apiOf(own.dev.baseUrl, worker.secret);
     const [appA, appB] = ['isolation-a', 'isolation-b'];
     // The slow endpoint takes MOD_NFT only; the healthy one of the same application NEW_NFT only.
     await api.register(appA, rx.url('/slow'), ['MOD_NFT']);

@@ -2,30 +2,20 @@
 // `wrangler dev`, a delivery to a receiver that is down (connection refused) is pending with its
 // next attempt a few seconds away; wrangler dev stops, the receiver starts, wrangler dev starts
 // again on the same local state, and the delivery arrives without the Cron Trigger ever running.
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { Webhook } from 'standardwebhooks';
-import { afterAll, describe, expect, it } from 'vitest';
-import { apiOf, type LoggedDelivery } from './api';
-import { type Receiver, signedHeaders, sleep, startReceiver, until } from './receiver';
-import { type Dev, freePort, ownWorker } from './wrangler-dev';
+import { describe, expect, it } from 'vitest';
+import { apiOf, type LoggedDelivery, ownFolder } from './api';
+import { signedHeaders, sleep, startReceiver, until } from './receiver';
+import { freePort, ownWorker } from './wrangler-dev';
 
-const folder = mkdtempSync(join(tmpdir(), 'nft-webhook-restart-'));
-let dev: Dev | undefined;
-let receiver: Receiver | undefined;
-afterAll(async () => {
-  await dev?.stop();
-  await receiver?.close();
-  rmSync(folder, { recursive: true, force: true });
-});
+const own = ownFolder('nft-webhook-restart-');
 
 describe('a restart of wrangler dev', () => {
   it('keeps a pending delivery: its endpoint object alarm sends it after the restart, with no Cron Trigger', async () => {
     const port = await freePort();
-    const worker = ownWorker(folder, [`http://127.0.0.1:${port}`], { DELIVERY_RETRY_SCHEDULE: '2s 2s 2s' });
-    dev = await worker.start();
-    let api = apiOf(dev.baseUrl, worker.secret);
+    const worker = ownWorker(own.folder, [`http://127.0.0.1:${port}`], { DELIVERY_RETRY_SCHEDULE: '2s 2s 2s' });
+    own.dev = await worker.start();
+    let api = apiOf(own.dev.baseUrl, worker.secret);
     const app = 'restart-app';
     const { id: webhookId, secret } = await api.register(app, `http://127.0.0.1:${port}/hook`);
     const eventId = await api.publish(app, 'NEW_NFT', '{"token_id":"1"}');
@@ -40,16 +30,16 @@ describe('a restart of wrangler dev', () => {
       20_000,
       50,
     );
-    await dev.stop();
-    dev = undefined;
+    await own.dev.stop();
+    own.dev = undefined;
     expect(pending).toMatchObject({ event_id: eventId, status: 'pending', attempts: 1, last_status: null });
 
-    receiver = await startReceiver(port);
+    own.receiver = await startReceiver(port);
     const restarted = Date.now();
-    dev = await worker.start();
-    api = apiOf(dev.baseUrl, worker.secret);
+    own.dev = await worker.start();
+    api = apiOf(own.dev.baseUrl, worker.secret);
     // No request to the Worker at all until the delivery has arrived: only its alarm can send it.
-    const [request] = await receiver.waitFor('/hook', 1, 60_000);
+    const [request] = await own.receiver.waitFor('/hook', 1, 60_000);
     console.log(`arrived ${Date.now() - restarted} ms after wrangler dev was started again`);
     expect(request?.headers['webhook-id']).toBe(eventId);
     new Webhook(secret).verify(request?.body as Buffer, signedHeaders(request as NonNullable<typeof request>));
@@ -63,6 +53,6 @@ describe('a restart of wrangler dev', () => {
       { attempt: delivery.attempts, status: 204 },
     ]);
     await sleep(1500);
-    expect(receiver.requests('/hook')).toHaveLength(1);
+    expect(own.receiver.requests('/hook')).toHaveLength(1);
   }, 180_000);
 });

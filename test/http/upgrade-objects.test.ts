@@ -5,14 +5,14 @@
 // Trigger (GET /__scheduled) moves the rows into the objects. The delivery log reads the same
 // after the move, each pending delivery is sent once, and the moved deliveries can be recovered
 // and resent.
-import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { type Api, apiOf, d1Of, type LoggedDelivery } from './api';
-import { type Receiver, sleep, startReceiver, until } from './receiver';
+import { type Api, apiOf, d1Of, type LoggedDelivery, logUntil as logUntilOf } from './api';
+import { type Receiver, sleep, startReceiver } from './receiver';
+import { unpackRelease } from './release';
 import { type Dev, freePort, startWranglerDev, wranglerAsync, writeDevVars } from './wrangler-dev';
 
 /** The release before the move to the Durable Objects. */
@@ -29,17 +29,6 @@ const SCHEDULE = '1s 20s';
 /** After the request that shows the sending has passed a point, how long a request that should not come is given. */
 const GRACE_MS = 2000;
 
-/** Why the release cannot be read from git here (a shallow clone, no git), or null when it can. */
-function releaseMissing(): string | null {
-  const run = spawnSync('git', ['cat-file', '-e', `${RELEASE}^{commit}`], { cwd: root, encoding: 'utf8' });
-  if (run.error !== undefined) return `git is not available (${run.error.message})`;
-  if (run.status === 0) return null;
-  const shallow = spawnSync('git', ['rev-parse', '--is-shallow-repository'], { cwd: root, encoding: 'utf8' });
-  return shallow.stdout.trim() === 'true'
-    ? `commit ${RELEASE} is not in this shallow clone (fetch the history: git fetch --unshallow)`
-    : `commit ${RELEASE} is not in this repository`;
-}
-
 const folder = mkdtempSync(join(tmpdir(), 'nft-webhook-objects-'));
 let dev: Dev | undefined;
 const receivers: Receiver[] = [];
@@ -50,24 +39,8 @@ afterAll(async () => {
 });
 
 /** Polls the log of `webhookId` until `done`. */
-async function logUntil(
-  api: Api,
-  appId: string,
-  webhookId: number,
-  what: string,
-  done: (l: LoggedDelivery[]) => boolean,
-) {
-  let last: LoggedDelivery[] = [];
-  return until(
-    () => `${what} (last seen: ${JSON.stringify(last)})`,
-    async () => {
-      last = await api.deliveries(appId, webhookId);
-      return done(last) ? last : undefined;
-    },
-    40_000,
-    250,
-  );
-}
+const logUntil = (api: Api, appId: string, webhookId: number, what: string, done: (l: LoggedDelivery[]) => boolean) =>
+  logUntilOf(api, appId, webhookId, what, done, 40_000);
 
 /** Every delivery of the webhook with its attempt log, oldest first. */
 async function fullLog(api: Api, appId: string, webhookId: number): Promise<LoggedDelivery[]> {
@@ -78,21 +51,8 @@ async function fullLog(api: Api, appId: string, webhookId: number): Promise<Logg
 
 describe(`the upgrade from ${RELEASE} (deliveries in D1) to the Durable Objects`, () => {
   it('moves the deliveries the release before left in D1: the log reads the same, pending ones are sent once, recover and resend work, a repeated id is the same event', async (context) => {
-    const missing = releaseMissing();
-    if (missing !== null) {
-      console.warn(`skipped: the upgrade test needs the git history: ${missing}`);
-      context.skip(`needs the git history: ${missing}`);
-    }
-
     // The release's tree, with this checkout's packages.
-    const release = join(folder, 'release');
-    mkdirSync(release);
-    const archive = spawnSync('bash', ['-o', 'pipefail', '-c', `git archive ${RELEASE} | tar -x -C "${release}"`], {
-      cwd: root,
-      encoding: 'utf8',
-    });
-    expect(archive.status, archive.stderr).toBe(0);
-    symlinkSync(join(root, 'node_modules'), join(release, 'node_modules'));
+    const release = unpackRelease(RELEASE, folder, context);
 
     const state = join(folder, 'state');
     const sql = d1Of(state);
