@@ -195,6 +195,23 @@ describe('sending deliveries: one attempt', () => {
   });
 });
 
+/**
+ * A webhook of a fresh application whose object has the test settings with `overrides`, an event
+ * published to it and its sending run once, with console.error watched: the spy, the webhook, the
+ * receiver's requests, the delivery's id, and the time just before the sending.
+ */
+async function sendOnceUnder(overrides: Record<string, unknown>) {
+  const error = vi.spyOn(console, 'error').mockImplementation(() => {});
+  const app = freshApp();
+  const hook = await register(app);
+  await useSettings(hook.id, overrides);
+  const { requests } = receiverAt(hostOf(app));
+  const id = await publishOne(app);
+  const before = Date.now();
+  await deliverDue(hook.id);
+  return { error, hook, requests, id, before };
+}
+
 describe('sending deliveries: failures and retries', () => {
   it('retries on the schedule: after failed attempt N the delay is the Nth, then the delivery fails', async () => {
     const app = freshApp();
@@ -377,14 +394,7 @@ describe('sending deliveries: failures and retries', () => {
   });
 
   it('waits, without a request, while WEBHOOK_SECRET_KEY is missing, and says so in the log', async () => {
-    const error = vi.spyOn(console, 'error').mockImplementation(() => {});
-    const app = freshApp();
-    const hook = await register(app);
-    await useSettings(hook.id, { WEBHOOK_SECRET_KEY: '' });
-    const { requests } = receiverAt(hostOf(app));
-    const id = await publishOne(app);
-    const before = Date.now();
-    await deliverDue(hook.id);
+    const { error, hook, requests, id, before } = await sendOnceUnder({ WEBHOOK_SECRET_KEY: '' });
     expect(requests).toHaveLength(0);
     const row = await storedDelivery(hook.id, id);
     expect(row).toMatchObject({ status: 'pending', attempts: 0, last_attempt_at: null });
@@ -397,14 +407,7 @@ describe('sending deliveries: failures and retries', () => {
   });
 
   it('waits while the delivery settings are invalid, and names the setting in the log', async () => {
-    const error = vi.spyOn(console, 'error').mockImplementation(() => {});
-    const app = freshApp();
-    const hook = await register(app);
-    await useSettings(hook.id, { DELIVERY_RETRY_SCHEDULE: '5s 13h' });
-    const { requests } = receiverAt(hostOf(app));
-    const id = await publishOne(app);
-    const before = Date.now();
-    await deliverDue(hook.id);
+    const { error, hook, requests, id, before } = await sendOnceUnder({ DELIVERY_RETRY_SCHEDULE: '5s 13h' });
     expect(requests).toHaveLength(0);
     expect(await storedDelivery(hook.id, id)).toMatchObject({ status: 'pending', attempts: 0, last_attempt_at: null });
     // The object comes back in a minute.

@@ -5,27 +5,26 @@ import { env, runInDurableObject } from 'cloudflare:test';
 export const endpointOf = (webhookId: string) => env.ENDPOINTS.getByName(webhookId);
 export const applicationOf = (appId: string) => env.APPLICATIONS.getByName(appId);
 
+/** Runs a statement in the object's own SQLite database; returns its rows. */
+function objectSql<T>(stub: DurableObjectStub, query: string, params: SqlStorageValue[]): Promise<T[]> {
+  return runInDurableObject(stub, (_instance, state) => state.storage.sql.exec(query, ...params).toArray()) as Promise<
+    T[]
+  >;
+}
+
 /** Runs a statement in the endpoint's own SQLite database; returns its rows. */
-export function endpointSql<T = Record<string, SqlStorageValue>>(
+export const endpointSql = <T = Record<string, SqlStorageValue>>(
   webhookId: string,
   query: string,
   ...params: SqlStorageValue[]
-): Promise<T[]> {
-  return runInDurableObject(endpointOf(webhookId), (_instance, state) =>
-    state.storage.sql.exec(query, ...params).toArray(),
-  ) as Promise<T[]>;
-}
+) => objectSql<T>(endpointOf(webhookId), query, params);
 
 /** Runs a statement in the application's own SQLite database; returns its rows. */
-export function applicationSql<T = Record<string, SqlStorageValue>>(
+export const applicationSql = <T = Record<string, SqlStorageValue>>(
   appId: string,
   query: string,
   ...params: SqlStorageValue[]
-): Promise<T[]> {
-  return runInDurableObject(applicationOf(appId), (_instance, state) =>
-    state.storage.sql.exec(query, ...params).toArray(),
-  ) as Promise<T[]>;
-}
+) => objectSql<T>(applicationOf(appId), query, params);
 
 /** Sends what is due at these endpoints now, one after the other, as their alarms would. */
 export async function deliverDue(...webhookIds: string[]): Promise<void> {
