@@ -212,6 +212,21 @@ async function sendOnceUnder(overrides: Record<string, unknown>) {
   return { error, hook, requests, id, before };
 }
 
+/**
+ * Publishes two events for `app` while its endpoint `hookId` is held (HOLD) and runs a pass, which
+ * sends nothing; then gives the object the test settings again and makes both deliveries due.
+ * Their ids, in order.
+ */
+async function publishHeldThenDue(app: string, hookId: string): Promise<[string, string]> {
+  const a = await publishOne(app);
+  const b = await publishOne(app);
+  await deliverDue(hookId);
+  await useSettings(hookId);
+  await makeDue(hookId, a);
+  await makeDue(hookId, b);
+  return [a, b];
+}
+
 describe('sending deliveries: failures and retries', () => {
   it('retries on the schedule: after failed attempt N the delay is the Nth, then the delivery fails', async () => {
     const app = freshApp();
@@ -497,12 +512,7 @@ describe('sending deliveries: webhooks that change, and dead endpoints', () => {
     const hook = await register(app);
     await useSettings(hook.id, HOLD);
     const { requests } = receiverAt(hostOf(app), () => new Response(null, { status: 410 }));
-    const a = await publishOne(app);
-    const b = await publishOne(app);
-    await deliverDue(hook.id);
-    await useSettings(hook.id);
-    await makeDue(hook.id, a);
-    await makeDue(hook.id, b);
+    await publishHeldThenDue(app, hook.id);
     await deliverDue(hook.id);
     expect(requests).toHaveLength(2);
     const disables = (await auditRows(hook.id)).filter((r) => r.action === 'disable');
@@ -683,12 +693,7 @@ describe('sending deliveries: passes', () => {
     const app = freshApp();
     const hook = await register(app);
     await useSettings(hook.id, HOLD);
-    const a = await publishOne(app);
-    const b = await publishOne(app);
-    await deliverDue(hook.id);
-    await useSettings(hook.id);
-    await makeDue(hook.id, a);
-    await makeDue(hook.id, b);
+    const [a, b] = await publishHeldThenDue(app, hook.id);
     const { requests } = receiverAt(hostOf(app));
     // The first signature of the pass breaks.
     const sign = crypto.subtle.sign.bind(crypto.subtle);
