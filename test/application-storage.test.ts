@@ -2,7 +2,9 @@
 // answer 503 with Retry-After and store nothing, and other applications publish and receive as before.
 import { runInDurableObject } from 'cloudflare:test';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { applicationOf, applicationSql, deliverDue, endpointSql } from './helpers/objects';
+import type { Endpoint } from '../src/deliveries/endpoint';
+import type { Application } from '../src/events/application';
+import { applicationOf, applicationSql, deliverDue, endpointOf, endpointSql } from './helpers/objects';
 import { receiver } from './helpers/receiver';
 import { expectEnvelope, expectValue } from './helpers/replies';
 import { fetchAndWait, registerWebhook } from './helpers/requests';
@@ -83,5 +85,28 @@ describe('an application whose storage is full', () => {
       { n: 1 },
     ]);
     expect(await applicationSql(full, 'SELECT COUNT(*) AS n FROM events')).toEqual([{ n: 1 }]);
+  });
+});
+
+describe("an endpoint's object that cannot take its deliveries", () => {
+  it("leaves them in the application's outbox, answers the publish, and its alarm hands them over later", async () => {
+    const app = freshApp();
+    const hook = await registerWebhook(app);
+    await runInDurableObject(endpointOf(hook.id), (instance: Endpoint) => {
+      vi.spyOn(instance, 'enqueue').mockRejectedValue(new Error('overloaded'));
+    });
+
+    const res = await publish({ app_id: app, type: 'NEW_NFT', data: { n: 1 } });
+    const { value } = await expectValue<{ event_id: string }>(res, 202);
+    expect(await applicationSql(app, 'SELECT COUNT(*) AS n FROM outbox')).toEqual([{ n: 1 }]);
+    expect(await endpointSql(hook.id, 'SELECT COUNT(*) AS n FROM deliveries')).toEqual([{ n: 0 }]);
+
+    vi.restoreAllMocks();
+    const { requests } = receiver(() => new Response('ok'));
+    await runInDurableObject(applicationOf(app), (instance: Application) => instance.alarm());
+    expect(await applicationSql(app, 'SELECT COUNT(*) AS n FROM outbox')).toEqual([{ n: 0 }]);
+    expect(await endpointSql(hook.id, 'SELECT event_id FROM deliveries')).toEqual([{ event_id: value.event_id }]);
+    await deliverDue(hook.id);
+    expect(requests.map((r) => r.headers['webhook-id'])).toEqual([value.event_id]);
   });
 });

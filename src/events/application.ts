@@ -46,7 +46,9 @@ export class Application extends DurableObject<CloudflareBindings> {
       await this.ctx.storage.setAlarm(Date.now() + HANDOVER_RETRY_MS);
     }
     const stored = this.ctx.storage.transactionSync(() => storeEvents(this.ctx.storage.sql, events, targets));
-    if (stored.some((s) => s.deliveryIds.length > 0)) await this.handOver();
+    // Its own deliveries only: those of publishes under way are theirs to hand over.
+    const made = stored.flatMap((s) => s.deliveryIds);
+    if (made.length > 0) await this.handOver(made);
     return stored;
   }
 
@@ -73,9 +75,12 @@ export class Application extends DurableObject<CloudflareBindings> {
     }
   }
 
-  /** Hands the outbox's deliveries to their endpoints' objects; false when one could not be. */
-  private async handOver(): Promise<boolean> {
-    const byWebhook = outbox(this.ctx.storage.sql, HANDOVER_ROWS);
+  /**
+   * Hands the outbox's deliveries (only `deliveryIds` when given) to their endpoints' objects;
+   * false when one could not be.
+   */
+  private async handOver(deliveryIds?: string[]): Promise<boolean> {
+    const byWebhook = outbox(this.ctx.storage.sql, deliveryIds?.length ?? HANDOVER_ROWS, deliveryIds);
     const results = await Promise.allSettled(
       [...byWebhook].map(async ([webhookId, deliveries]) => {
         await this.env.ENDPOINTS.getByName(webhookId).enqueue(webhookId, deliveries);

@@ -138,13 +138,19 @@ export function storeEvents(sql: SqlStorage, events: EventToStore[], targets: st
   return stored;
 }
 
-/** Deliveries waiting to be handed to their endpoints' objects, by webhook, at most `limit`. */
-export function outbox(sql: SqlStorage, limit: number): Map<string, NewDelivery[]> {
+/**
+ * Deliveries waiting to be handed to their endpoints' objects, by webhook, at most `limit`; only
+ * those of `deliveryIds` when given (a publish hands over its own, the alarm all).
+ */
+export function outbox(sql: SqlStorage, limit: number, deliveryIds?: string[]): Map<string, NewDelivery[]> {
   const byWebhook = new Map<string, NewDelivery[]>();
   const rows = sql
     .exec<{ webhook_id: string; delivery: string }>(
-      'SELECT webhook_id, delivery FROM outbox ORDER BY delivery_id LIMIT ?1',
+      `SELECT webhook_id, delivery FROM outbox
+       WHERE ?2 IS NULL OR delivery_id IN (SELECT CAST(value AS INTEGER) FROM json_each(?2))
+       ORDER BY delivery_id LIMIT ?1`,
       limit,
+      deliveryIds === undefined ? null : JSON.stringify(deliveryIds),
     )
     .toArray();
   for (const row of rows) {
