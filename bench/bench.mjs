@@ -8,7 +8,7 @@
 // bundle (the release before) against the same data, for the scenarios it has, and reports
 // service/baseline.
 //   node bench/bench.mjs [--runs N] [--seconds N] [--connections N] [--only <text>[,<text>]] [--baseline <rev>]
-//     [--deliveries N] [--fanout-events N] [--latency-events N] [--latency-rate N] [--bytes-events N]
+//     [--deliveries N] [--fanout-events N] [--latency-events N] [--latency-rate N] [--bytes-events N] [--throughput-batch N]
 //     [--bare-floor] [--no-limiters]
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { gzipSync } from 'node:zlib';
@@ -52,6 +52,8 @@ const queueOptions = {
   latencyEvents: option('--latency-events', 200),
   latencyRate: option('--latency-rate', 20),
   bytesEvents: option('--bytes-events', 10_000),
+  // Events per publish request of delivery throughput (10 deliveries each).
+  throughputBatch: option('--throughput-batch', 100),
 };
 // The release before (--baseline) published to the deliveries queue: bound to one without a consumer.
 const BASELINE_QUEUE_PRODUCERS = { DELIVERIES: 'bench-publish-deliveries' };

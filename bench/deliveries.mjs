@@ -233,13 +233,13 @@ async function publish(worker, token, appId, n) {
   return (await post(worker, token, EVENT_PATH, { app_id: appId, type: 'NEW_NFT', data: nftData(n) })).event_id;
 }
 
-/** Publishes `count` events of `appId` in batches of 100 (`parallel` requests at once), with ids `tag`-n. */
-export async function publishMany(worker, token, appId, tag, count, parallel = 2) {
+/** Publishes `count` events of `appId` in batches of `size` (`parallel` requests at once), with ids `tag`-n. */
+export async function publishMany(worker, token, appId, tag, count, parallel = 2, size = 100) {
   let next = 0;
   const one = async () => {
     while (next < count) {
       const from = next;
-      next = Math.min(count, next + 100);
+      next = Math.min(count, next + size);
       await post(worker, token, EVENTS_PATH, {
         events: Array.from({ length: next - from }, (_, k) => ({
           app_id: appId,
@@ -254,19 +254,20 @@ export async function publishMany(worker, token, appId, tag, count, parallel = 2
 }
 
 /**
- * Delivery throughput: `events` events published (batches of 100) to the application with ten
+ * Delivery throughput: `events` events published (batches of `batch`, 100 by default: 1,000
+ * deliveries per request) to the application with ten
  * webhooks; timed from the first publish request until the receiver has seen all events x 10.
  * Then until every endpoint object has recorded them (none pending); each must have succeeded
  * after one attempt, none may have arrived twice.
  */
-export async function throughput(worker, receiver, token, tag, events) {
+export async function throughput(worker, receiver, token, tag, events, batch = 100) {
   const hooks = range(THROUGHPUT_FIRST, THROUGHPUT_WEBHOOKS);
   const before = await countsOf(worker, hooks);
   const n = events * THROUGHPUT_WEBHOOKS;
   receiver.reset();
   const cpuBefore = cpuMs(worker.process);
   const started = performance.now();
-  await publishMany(worker, token, 'tp', tag, events);
+  await publishMany(worker, token, 'tp', tag, events, 2, batch);
   const publishedMs = performance.now() - started;
   const arrivals = await receiver.waitFor(n, 180_000, `${THROUGHPUT} (${worker.name})`);
   const seenMs = arrivals[n - 1].t - started;
@@ -368,7 +369,14 @@ async function measureThroughput({ workers, receiver, token, options }) {
   const parts = { floor: [], service: [] };
   for (const [i, name] of ORDER.entries()) {
     parts[name].push(
-      await throughput(workers[name], receiver, token, `tp${i}`, options.deliveries / THROUGHPUT_WEBHOOKS),
+      await throughput(
+        workers[name],
+        receiver,
+        token,
+        `tp${i}`,
+        options.deliveries / THROUGHPUT_WEBHOOKS,
+        options.throughputBatch,
+      ),
     );
   }
   const out = Object.fromEntries(
