@@ -204,7 +204,12 @@ async function httpRun(run) {
   }
   // The publishing applications and the delivery log's deliveries (the baseline measures neither).
   for (const name of ['floor', 'service']) {
-    await addPublishApps(workers[name].db, receiver.origin);
+    // --publish-answered: diagnostic, the publishing webhooks answered at once (sent during the measurement).
+    await addPublishApps(
+      workers[name].db,
+      receiver.origin,
+      process.argv.includes('--publish-answered') ? 'hook' : 'hold',
+    );
     if (scenarios.some((s) => s.name === 'GET delivery log')) await addDeliveryLog(workers[name], APPS);
   }
   const results = {};
