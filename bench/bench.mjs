@@ -1,22 +1,28 @@
 // npm run bench: the production bundle against two reference workers, in workerd (miniflare),
 // driven by autocannon over keep-alive connections. Prints and writes (bench/results/) per
-// scenario req/s, p50, p99, errors and the ratios to the references (median of the runs), the
-// queue scenarios (delivery throughput, fan-out, latency; bench/deliveries.mjs) against the
-// floor's consumer, the bundle size and the module start-up time. Exits non-zero when a target
-// is missed, listing them. --baseline <git-rev> also runs that revision's production bundle (the
-// release before) against the same data, for the scenarios it has, and reports service/baseline.
+// scenario req/s, p50, p99, errors and the ratios to the references (median of the runs); the
+// delivery scenarios (throughput, fan-out, latency, isolation; bench/deliveries.mjs) against the
+// floor's Durable Objects (bench/floor-objects.ts); bytes per event in the objects and in D1
+// (bench/bytes.mjs, once); the bundle size and the module start-up time. Exits non-zero when a
+// target is missed, listing them. --baseline <git-rev> also runs that revision's production
+// bundle (the release before) against the same data, for the scenarios it has, and reports
+// service/baseline.
 //   node bench/bench.mjs [--runs N] [--seconds N] [--connections N] [--only <text>[,<text>]] [--baseline <rev>]
-//     [--deliveries N] [--fanout-events N] [--latency-events N] [--latency-rate N]
-//     [--batch-size N] [--batch-timeout S] [--uncapped-floor] [--bare-floor] [--no-limiters]
+//     [--deliveries N] [--fanout-events N] [--latency-events N] [--latency-rate N] [--bytes-events N] [--throughput-batch N]
+//     [--bare-floor] [--no-limiters]
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { gzipSync } from 'node:zlib';
 import { build } from 'esbuild';
+import { BYTES, measureBytes } from './bytes.mjs';
 import {
+  DELIVERY_BINDINGS,
   FANOUT,
+  ISOLATION,
   LATENCY,
   QUEUE_SCENARIOS,
   runQueueScenarios,
-  startQueueWorker,
+  SLOW_MS,
+  startDeliveryWorker,
   startReceiver,
   THROUGHPUT,
 } from './deliveries.mjs';
@@ -25,8 +31,8 @@ import {
   addPublishApps,
   buildBundle,
   buildRevisionBundle,
+  FLOOR_OBJECTS,
   option,
-  PUBLISH_QUEUE_PRODUCERS,
   SERVICE_OBJECTS,
   startWorker,
   tokenFor,
@@ -45,9 +51,14 @@ const queueOptions = {
   fanoutEvents: option('--fanout-events', 4),
   latencyEvents: option('--latency-events', 200),
   latencyRate: option('--latency-rate', 20),
-  batchSize: option('--batch-size', 10),
-  batchTimeout: option('--batch-timeout', 0),
+  bytesEvents: option('--bytes-events', 10_000),
+  // Events per publish request of delivery throughput (10 deliveries each).
+  throughputBatch: option('--throughput-batch', 100),
 };
+// The release before (--baseline) published to the deliveries queue: bound to one without a consumer.
+const BASELINE_QUEUE_PRODUCERS = { DELIVERIES: 'bench-publish-deliveries' };
+/** D1's growth for bytes per event's events, at most (issue 21). */
+const D1_GROWTH_LIMIT = 64 * 1024;
 // Targets of the whole service, not of one scenario.
 const TARGETS = { deliveryRatio: 0.9, bundleGzipBytes: 40 * 1024, startupMs: 10 };
 // --baseline: a scenario whose median service/baseline ratio is under this is slower than the
@@ -72,6 +83,7 @@ const floorScript = (
     format: 'esm',
     write: false,
     minify: true,
+    external: ['cloudflare:workers'],
   })
 ).outputFiles[0].text;
 // Reads the body (workerd closes a keep-alive connection whose request body was left unread),
@@ -96,7 +108,9 @@ const scenarios = allScenarios
   .map((s) => ({ ...s, baseline: baselineUrl !== undefined && s.baseline === true }));
 const withBaseline = scenarios.some((s) => s.baseline);
 const queueScenarios = QUEUE_SCENARIOS.filter(selected);
-if (scenarios.length === 0 && queueScenarios.length === 0) throw new Error(`--only ${only}: no scenario's name has it`);
+const withBytes = selected(BYTES);
+if (scenarios.length === 0 && queueScenarios.length === 0 && !withBytes)
+  throw new Error(`--only ${only}: no scenario's name has it`);
 
 const loadOf = (url, scenario, seconds, counter) =>
   load({ url, scenario: scenario.name, seconds, connections: CONNECTIONS, counter, tokens, newApps, platform });
@@ -129,12 +143,26 @@ async function probe(url, scenario, n, name) {
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const perRun = [];
 const queueRuns = [];
-const receiver = queueScenarios.length > 0 ? await startReceiver() : null;
+// The receiver: the delivery scenarios' webhooks, and the publish scenarios' (which never answer).
+const receiver = await startReceiver();
 for (let run = 1; run <= RUNS; run++) {
   if (scenarios.length > 0) perRun.push(await httpRun(run));
   if (queueScenarios.length > 0) queueRuns.push(await queueRun(run));
 }
-await receiver?.close();
+// Bytes per event: once, not per run (it takes a minute or two per worker).
+const bytes = withBytes
+  ? await measureBytes({
+      receiver,
+      token: platform,
+      events: queueOptions.bytesEvents,
+      bundleUrl,
+      floorScript,
+      serviceObjects: SERVICE_OBJECTS,
+      floorObjects: FLOOR_OBJECTS,
+      log: (line) => process.stdout.write(`${line}\n`),
+    }).catch((err) => ({ error: err.message }))
+  : null;
+await receiver.close();
 
 /** One run of the HTTP scenarios: fresh workers, every selected scenario. */
 async function httpRun(run) {
@@ -145,8 +173,12 @@ async function httpRun(run) {
       script: floorScript,
       apps: APPS,
       perApp: PER_APP,
-      bindings: { FLOOR_SESSIONS: process.argv.includes('--bare-floor') ? '' : '1' },
-      queueProducers: PUBLISH_QUEUE_PRODUCERS,
+      bindings: {
+        FLOOR_SESSIONS: process.argv.includes('--bare-floor') ? '' : '1',
+        WEBHOOK_URL_ALLOWED_ORIGINS: receiver.origin,
+      },
+      durableObjects: FLOOR_OBJECTS,
+      tool: true,
     }),
     // --no-limiters: diagnostic only, to see what the rate-limit bindings cost.
     service: await startWorker({
@@ -154,8 +186,9 @@ async function httpRun(run) {
       apps: APPS,
       perApp: PER_APP,
       limiters: !process.argv.includes('--no-limiters'),
-      queueProducers: PUBLISH_QUEUE_PRODUCERS,
+      bindings: { WEBHOOK_URL_ALLOWED_ORIGINS: receiver.origin },
       durableObjects: SERVICE_OBJECTS,
+      tool: true,
     }),
   };
   // The release before, with the bindings of today's service (it ignores those it does not know),
@@ -166,13 +199,18 @@ async function httpRun(run) {
       apps: APPS,
       perApp: PER_APP,
       limiters: !process.argv.includes('--no-limiters'),
-      queueProducers: PUBLISH_QUEUE_PRODUCERS,
+      queueProducers: BASELINE_QUEUE_PRODUCERS,
     });
   }
-  for (const name of ['floor', 'service', 'baseline']) {
-    if (workers[name] === undefined) continue;
-    await addPublishApps(workers[name].db);
-    await addDeliveryLog(workers[name].db, APPS);
+  // The publishing applications and the delivery log's deliveries (the baseline measures neither).
+  for (const name of ['floor', 'service']) {
+    // --publish-answered: diagnostic, the publishing webhooks answered at once (sent during the measurement).
+    await addPublishApps(
+      workers[name].db,
+      receiver.origin,
+      process.argv.includes('--publish-answered') ? 'hook' : 'hold',
+    );
+    if (scenarios.some((s) => s.name === 'GET delivery log')) await addDeliveryLog(workers[name], APPS);
   }
   const results = {};
   for (const scenario of scenarios) {
@@ -208,19 +246,11 @@ async function httpRun(run) {
   return results;
 }
 
-/** One run of the queue scenarios: a fresh service and floor, each its own queue's producer and consumer. */
+/** One run of the delivery scenarios: a fresh service and floor, each with its objects. */
 async function queueRun(run) {
-  const common = {
-    receiver,
-    batchSize: queueOptions.batchSize,
-    batchTimeout: queueOptions.batchTimeout,
-    // --uncapped-floor: diagnostic only, a floor consumer with every attempt of a batch open at
-    // once, which local workerd allows and Cloudflare does not (six at most).
-    uncappedFloor: process.argv.includes('--uncapped-floor'),
-  };
   const workers = {
-    floor: await startQueueWorker({ script: floorScript, ...common }),
-    service: await startQueueWorker({ scriptPath: bundleUrl.href, durableObjects: SERVICE_OBJECTS, ...common }),
+    floor: await startDeliveryWorker({ script: floorScript, durableObjects: FLOOR_OBJECTS, receiver }),
+    service: await startDeliveryWorker({ scriptPath: bundleUrl.href, durableObjects: SERVICE_OBJECTS, receiver }),
   };
   workers.floor.name = 'floor';
   workers.service.name = 'service';
@@ -240,13 +270,13 @@ async function queueRun(run) {
 
 // ---- module start-up: fresh imports of the production bundle in V8 (Node) -----------------------
 
-// Node has no `cloudflare:workers`: the bundle's one import of it (the Durable Object base class)
+// Node has no `cloudflare:workers`: the bundle's imports of it (the Durable Object base class)
 // is pointed at a stand-in of one empty class, which costs nothing to evaluate.
 const nodeBundleUrl = new URL('index.node.mjs', bundleUrl);
 writeFileSync(
   nodeBundleUrl,
   readFileSync(bundleUrl, 'utf8').replace(
-    /from\s*["']cloudflare:workers["']/,
+    /from\s*["']cloudflare:workers["']/g,
     `from "data:text/javascript,${encodeURIComponent('export class DurableObject {}')}"`,
   ),
 );
@@ -339,8 +369,7 @@ for (const scenario of scenarios) {
 if (queueScenarios.length > 0) {
   const o = queueOptions;
   console.log(
-    `\nqueue scenarios, median of ${RUNS} runs; consumers: max_batch_size ${o.batchSize}, max_batch_timeout ${o.batchTimeout} s ` +
-      '(Miniflare: one batch at a time)',
+    `\ndelivery scenarios (Durable Objects' alarms), median of ${RUNS} runs; service ENDPOINT_RATE_LIMIT ${DELIVERY_BINDINGS.ENDPOINT_RATE_LIMIT}`,
   );
   console.log('scenario                          service                floor                  vs floor  target');
   const row = (name, service, floor, ratio, target) =>
@@ -435,6 +464,65 @@ if (queueScenarios.length > 0) {
     const q = report.queue.scenarios[LATENCY];
     const text = (x) => `p50 ${x.p50_ms.toFixed(1)} / p99 ${x.p99_ms.toFixed(1)} ms`;
     row(LATENCY, text(q.service), text(q.floor), null, `no target: ${q.service.samples} deliveries`);
+  }
+  if (measured(ISOLATION)) {
+    const runs = runsOf(ISOLATION);
+    const pick = (name, which, key) => median(runs.map((r) => r[name][which][key]));
+    const of = (name) => ({
+      without_slow_p50_ms: pick(name, 'without_slow', 'p50_ms'),
+      with_slow_p50_ms: pick(name, 'with_slow', 'p50_ms'),
+      without_slow_p99_ms: pick(name, 'without_slow', 'p99_ms'),
+      with_slow_p99_ms: pick(name, 'with_slow', 'p99_ms'),
+    });
+    report.queue.scenarios[ISOLATION] = {
+      events_per_case: o.latencyEvents,
+      rate_per_s: o.latencyRate,
+      slow_ms: SLOW_MS,
+      service: of('service'),
+      floor: of('floor'),
+      target: 'none (reported): healthy endpoints unaffected by a slow one',
+      per_run: runs,
+    };
+    const q = report.queue.scenarios[ISOLATION];
+    const text = (x) => `${x.without_slow_p50_ms.toFixed(1)} -> ${x.with_slow_p50_ms.toFixed(1)} ms`;
+    row(
+      ISOLATION,
+      text(q.service),
+      text(q.floor),
+      null,
+      "no target: healthy endpoints' p50, alone -> beside a slow one",
+    );
+  }
+}
+
+// Applications publishing at once against one alone (HTTP scenarios 'publish 1 app', 'publish 8 apps').
+if (report.scenarios['publish 1 app'] && report.scenarios['publish 8 apps']) {
+  const one = report.scenarios['publish 1 app'];
+  const eight = report.scenarios['publish 8 apps'];
+  report.applications = {
+    one_app_rps: one.service.rps,
+    eight_apps_rps: eight.service.rps,
+    floor_one_app_rps: one.floor.rps,
+    floor_eight_apps_rps: eight.floor.rps,
+    eight_over_one: eight.service.rps / one.service.rps,
+  };
+  console.log(
+    `\napplications at once: service ${Math.round(one.service.rps)} req/s to 1 application, ${Math.round(eight.service.rps)} to 8 ` +
+      `(${report.applications.eight_over_one.toFixed(2)}x); floor ${Math.round(one.floor.rps)} and ${Math.round(eight.floor.rps)}`,
+  );
+}
+
+if (bytes !== null) {
+  report.bytes = bytes;
+  if (bytes.error !== undefined) failures.push(`${BYTES}: ${bytes.error}`);
+  else {
+    const line = (name) => {
+      const b = bytes[name];
+      return `${name}: application ${b.application_bytes_per_event.toFixed(0)} B/event, endpoints ${b.endpoints_bytes_per_event.toFixed(0)} B/event, D1 +${b.d1_growth_bytes} B`;
+    };
+    console.log(`\n${BYTES} (${queueOptions.bytesEvents} events, 2 webhooks): ${line('service')}; ${line('floor')}`);
+    if (bytes.service.d1_growth_bytes >= D1_GROWTH_LIMIT)
+      failures.push(`${BYTES}: D1 grew ${bytes.service.d1_growth_bytes} bytes, target < ${D1_GROWTH_LIMIT}`);
   }
 }
 

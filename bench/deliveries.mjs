@@ -1,33 +1,40 @@
-// The queue scenarios of `npm run bench`: delivery throughput, fan-out and latency, measured end
-// to end (queue, consumer, D1, outbound fetch) against a local receiver, for the production
-// bundle's `queue` export and for the floor's (bench/floor-consumer.ts).
+// The delivery scenarios of `npm run bench`: delivery throughput, fan-out, latency and isolation,
+// measured end to end (publish over HTTP, the application's object, the endpoints' objects and
+// their alarms, outbound fetch) against a local receiver, for the production bundle and for the
+// floor (bench/floor-objects.ts: a floor Worker, FloorApplication and FloorEndpoint objects).
 //
-// Miniflare's local queue (its broker Durable Object) hands the consumer one batch at a time: a
-// batch leaves when it is full (max_batch_size) or when max_batch_timeout has passed since its
-// first message, and the next leaves only once the consumer has returned. Cloudflare runs several
-// consumer invocations at once when a backlog grows; here the throughput is one consumer's, batch
-// after batch, so it measures what a batch costs: its D1 read, its attempts, its D1 write.
+// Each endpoint object sends on its own alarm, six requests at once. The service also keeps each
+// endpoint to ENDPOINT_RATE_LIMIT attempts a second (50 by default); the bench sets it to 1,000
+// (the most it allows), so that the figures measure the work, not the limit; throughput spreads its
+// deliveries over ten endpoints besides.
 import { readdirSync, readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { Webhook } from 'standardwebhooks';
 import { addWebhooks, secretOf, startWorker } from './harness.mjs';
-import { EVENT_PATH, nftData } from './scenarios.mjs';
+import { EVENT_PATH, EVENTS_PATH, nftData } from './scenarios.mjs';
 
-/** The queue the service consumes deliveries from (its queue() dispatches on the name). */
-export const QUEUE = 'nft-webhook-deliveries';
 export const THROUGHPUT = 'delivery throughput';
 export const FANOUT = 'fan-out (100 webhooks)';
 export const LATENCY = 'latency (202 to 1st attempt)';
-export const QUEUE_SCENARIOS = [THROUGHPUT, FANOUT, LATENCY];
+export const ISOLATION = 'isolation (1 slow endpoint)';
+export const QUEUE_SCENARIOS = [THROUGHPUT, FANOUT, LATENCY, ISOLATION];
 
-// Webhooks at the receiver, by id: delivery throughput's ten applications of ten; fan-out's one of
-// 100; latency's one of three.
-const THROUGHPUT_APPS = 10;
-const THROUGHPUT_PER_APP = 10;
+/** The service's settings for the delivery scenarios (the floor has no rate limit). */
+export const DELIVERY_BINDINGS = { ENDPOINT_RATE_LIMIT: '1000' };
+
+// Webhooks at the receiver, by id: delivery throughput's one application of ten; fan-out's one of
+// 100; latency's one of three; isolation's two of three healthy ones, one of them with a slow fourth.
+const THROUGHPUT_FIRST = 1;
+const THROUGHPUT_WEBHOOKS = 10;
 const FANOUT_FIRST = 101;
 const FANOUT_WEBHOOKS = 100;
 const LATENCY_FIRST = 201;
 const LATENCY_WEBHOOKS = 3;
+const ISO_FAST_FIRST = 301;
+const ISO_SLOW_FIRST = 311;
+const ISO_HEALTHY = 3;
+/** How long the slow endpoint takes to answer (under the 15 s timeout). */
+export const SLOW_MS = 3000;
 /** Requests per measured slice whose signature and headers the receiver checks. */
 const VERIFIED = 5;
 
@@ -41,23 +48,31 @@ const median = (xs) => quantile(xs, 0.5);
 /**
  * The receiver: a Node HTTP server on loopback that answers 204 at once and notes when each
  * request arrived, its `webhook-id` and its path (`/hook/<webhook id>`). The first few requests
- * after each `reset` keep their headers and body, for `verify`.
+ * after each `reset` keep their headers and body, for `verify`. `/slow/<id>` answers after
+ * SLOW_MS (noted when it arrived); `/hold/<id>` never answers (the sender's timeout ends it) and
+ * is not noted.
  */
 export async function startReceiver() {
   let arrivals = [];
   let kept = [];
   let waiter = null;
   const server = createServer((req, res) => {
+    if (req.url.startsWith('/hold/')) {
+      req.resume();
+      return;
+    }
     const chunks = [];
     req.on('data', (c) => chunks.push(c));
     req.on('end', () => {
       const t = performance.now();
-      res.writeHead(204).end();
+      if (req.url.startsWith('/slow/')) setTimeout(() => res.writeHead(204).end(), SLOW_MS);
+      else res.writeHead(204).end();
       arrivals.push({ t, id: req.headers['webhook-id'], path: req.url });
-      if (kept.length < VERIFIED) {
+      if (kept.length < VERIFIED && req.url.startsWith('/hook/')) {
         kept.push({ path: req.url, headers: req.headers, body: Buffer.concat(chunks).toString('utf8') });
       }
-      if (waiter !== null && arrivals.length >= waiter.count) {
+      if (waiter?.filter(arrivals[arrivals.length - 1])) waiter.seen++;
+      if (waiter !== null && waiter.seen >= waiter.count) {
         const { resolve, timer } = waiter;
         waiter = null;
         clearTimeout(timer);
@@ -77,15 +92,17 @@ export async function startReceiver() {
       arrivals = [];
       kept = [];
     },
-    /** Resolves with the arrivals once there are `count`; rejects after `timeoutMs`. */
-    waitFor(count, timeoutMs, what) {
-      if (arrivals.length >= count) return Promise.resolve(arrivals);
+    /** Resolves with the arrivals once there are `count` (that `filter` keeps); rejects after `timeoutMs`. */
+    waitFor(count, timeoutMs, what, filter = () => true) {
+      const seen = arrivals.filter(filter).length;
+      if (seen >= count) return Promise.resolve(arrivals);
       return new Promise((resolve, reject) => {
         const timer = setTimeout(() => {
+          const saw = waiter?.seen;
           waiter = null;
-          reject(new Error(`${what}: the receiver saw ${arrivals.length} of ${count} requests in ${timeoutMs} ms`));
+          reject(new Error(`${what}: the receiver saw ${saw} of ${count} requests in ${timeoutMs} ms`));
         }, timeoutMs);
-        waiter = { count, resolve, timer };
+        waiter = { count, resolve, timer, filter, seen };
       });
     },
     /** Checks the kept requests: Standard Webhooks signature (standardwebhooks), headers, JSON body. */
@@ -103,7 +120,11 @@ export async function startReceiver() {
         if (payload.type !== 'NEW_NFT' || typeof payload.data !== 'object') throw new Error(`${what}: body ${body}`);
       }
     },
-    close: () => new Promise((resolve) => server.close(resolve)),
+    close: () =>
+      new Promise((resolve) => {
+        server.close(resolve);
+        server.closeAllConnections();
+      }),
   };
 }
 
@@ -141,139 +162,119 @@ function cpuMs(id) {
 }
 
 /**
- * Starts one consumer under test (the bundle, or the floor's script) with the deliveries queue as
- * producer and consumer, and the receiver's webhooks.
+ * Starts one worker under test (the bundle, or the floor's script) with its objects, the tool
+ * worker beside it (bench/harness.mjs) and the receiver's webhooks, with signing secrets.
  */
-export async function startQueueWorker({
+export async function startDeliveryWorker({
   script,
   scriptPath,
+  durableObjects,
   receiver,
-  batchSize,
-  batchTimeout,
   inspectorPort,
   log,
-  uncappedFloor = false,
-  durableObjects,
+  persist,
 }) {
   const before = workerdProcesses();
   const worker = await startWorker({
     script,
     scriptPath,
     durableObjects,
+    tool: true,
+    persist,
     apps: 0,
     perApp: 0,
     inspectorPort,
     log,
-    // The floor's settings (the service has none of these names): D1 sessions, as the service
-    // uses for publishing; six attempts open at once (bench/floor-consumer.ts).
-    bindings: {
-      WEBHOOK_URL_ALLOWED_ORIGINS: receiver.origin,
-      FLOOR_SESSIONS: '1',
-      FLOOR_OPEN_AT_ONCE: uncappedFloor ? '' : '6',
-    },
-    queueProducers: { DELIVERIES: QUEUE },
-    queueConsumers: { [QUEUE]: { maxBatchSize: batchSize, maxBatchTimeout: batchTimeout, maxRetries: 100 } },
+    bindings: { WEBHOOK_URL_ALLOWED_ORIGINS: receiver.origin, FLOOR_SESSIONS: '1', ...DELIVERY_BINDINGS },
   });
-  const url = (id) => `${receiver.origin}/hook/${id}`;
-  for (let a = 0; a < THROUGHPUT_APPS; a++) {
-    await addWebhooks(worker.db, {
-      app: `tp-${a}`,
-      firstId: 1 + a * THROUGHPUT_PER_APP,
-      count: THROUGHPUT_PER_APP,
-      url,
-      secret: secretOf,
-    });
-  }
-  await addWebhooks(worker.db, { app: 'fan', firstId: FANOUT_FIRST, count: FANOUT_WEBHOOKS, url, secret: secretOf });
-  await addWebhooks(worker.db, { app: 'lat', firstId: LATENCY_FIRST, count: LATENCY_WEBHOOKS, url, secret: secretOf });
-  worker.producer = await worker.mf.getQueueProducer('DELIVERIES');
+  const hook = (id) => `${receiver.origin}/hook/${id}`;
+  const add = (app, firstId, count, url = hook) =>
+    addWebhooks(worker.db, { app, firstId, count, url, secret: secretOf });
+  await add('tp', THROUGHPUT_FIRST, THROUGHPUT_WEBHOOKS);
+  await add('fan', FANOUT_FIRST, FANOUT_WEBHOOKS);
+  await add('lat', LATENCY_FIRST, LATENCY_WEBHOOKS);
+  await add('iso-fast', ISO_FAST_FIRST, ISO_HEALTHY);
+  await add('iso-slow', ISO_SLOW_FIRST, ISO_HEALTHY);
+  await add('iso-slow', ISO_SLOW_FIRST + ISO_HEALTHY, 1, (id) => `${receiver.origin}/slow/${id}`);
   const started = [...workerdProcesses()].filter((id) => !before.has(id));
   worker.process = started.length === 1 ? started[0] : null;
   return worker;
 }
 
-/** Waits until no delivery is pending any more (the consumer recorded every attempt). */
-async function settle(worker, what, timeoutMs = 60_000) {
+const range = (first, count) => Array.from({ length: count }, (_, i) => String(first + i));
+
+/** The deliveries' counters of these webhooks' endpoint objects, summed (through the tool). */
+export const countsOf = (worker, webhookIds) => worker.tool('/stats', { webhookIds, since: '2000-01-01T00:00:00Z' });
+
+/** Waits until none of these webhooks' deliveries is pending any more; returns the counters. */
+async function settle(worker, webhookIds, what, timeoutMs = 60_000) {
   const started = performance.now();
   for (;;) {
-    const row = await worker.db.prepare(`SELECT COUNT(*) AS n FROM deliveries WHERE status = 'pending'`).first();
-    if (row.n === 0) return performance.now() - started;
-    if (performance.now() - started > timeoutMs) throw new Error(`${what}: ${row.n} deliveries still pending`);
-    await sleep(20);
+    const counts = await countsOf(worker, webhookIds);
+    if (counts.pending === 0) return counts;
+    if (performance.now() - started > timeoutMs) throw new Error(`${what}: ${counts.pending} deliveries still pending`);
+    await sleep(50);
   }
 }
 
-/**
- * Stores `n` pending deliveries, rounded up to a multiple of ten (n / 10 events, each to the ten
- * webhooks of one application), and returns their ids.
- */
-async function preload(worker, tag, n) {
-  const events = Math.ceil(n / THROUGHPUT_PER_APP);
-  const createdAt = new Date().toISOString();
-  const statements = [];
-  for (let i = 0; i < events; i++) {
-    const eventId = `evt_${tag}_${String(i).padStart(6, '0')}`;
-    const payload = `{"type":"NEW_NFT","timestamp":"${createdAt}","data":${JSON.stringify(nftData(i))}}`;
-    statements.push(
-      worker.db
-        .prepare('INSERT INTO events (event_id, app_id, type, payload, created_at) VALUES (?, ?, ?, ?, ?)')
-        .bind(eventId, `tp-${i % THROUGHPUT_APPS}`, 'NEW_NFT', payload, createdAt),
-    );
-  }
-  statements.push(
-    worker.db
-      .prepare(
-        `INSERT INTO deliveries (event_id, webhook_id, app_id, next_attempt_at, created_at)
-         SELECT e.event_id, w.webhook_id, w.app_id, e.created_at, e.created_at
-         FROM events AS e JOIN webhooks AS w ON w.app_id = e.app_id
-         WHERE substr(e.event_id, 1, length(?1)) = ?1 ORDER BY e.event_id, w.webhook_id`,
-      )
-      .bind(`evt_${tag}_`),
-  );
-  await worker.db.batch(statements);
-  const { results } = await worker.db
-    .prepare(
-      `SELECT CAST(delivery_id AS TEXT) AS id FROM deliveries
-       WHERE substr(event_id, 1, length(?1)) = ?1 ORDER BY delivery_id`,
-    )
-    .bind(`evt_${tag}_`)
-    .all();
-  return results.map((r) => r.id);
+async function post(worker, token, path, body) {
+  const res = await fetch(worker.url + path, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
+    body: JSON.stringify(body),
+  });
+  const text = await res.text();
+  if (res.status !== 202) throw new Error(`publish: expected 202, got ${res.status} ${text.slice(0, 300)}`);
+  return JSON.parse(text).value;
+}
+
+/** Publishes one event through the worker's HTTP endpoint; resolves with its id once 202 came. */
+async function publish(worker, token, appId, n) {
+  return (await post(worker, token, EVENT_PATH, { app_id: appId, type: 'NEW_NFT', data: nftData(n) })).event_id;
+}
+
+/** Publishes `count` events of `appId` in batches of `size` (`parallel` requests at once), with ids `tag`-n. */
+export async function publishMany(worker, token, appId, tag, count, parallel = 2, size = 100) {
+  let next = 0;
+  const one = async () => {
+    while (next < count) {
+      const from = next;
+      next = Math.min(count, next + size);
+      await post(worker, token, EVENTS_PATH, {
+        events: Array.from({ length: next - from }, (_, k) => ({
+          app_id: appId,
+          type: 'NEW_NFT',
+          id: `${tag}-${from + k}`,
+          data: nftData(from + k),
+        })),
+      });
+    }
+  };
+  await Promise.all(Array.from({ length: parallel }, one));
 }
 
 /**
- * Delivery throughput: `n` pending deliveries in D1, their `n` messages sent to the queue (in
- * sendBatch calls of 100, from Node through Miniflare's producer); timed from the first send
- * until the receiver has seen all `n`. Then until D1 has recorded all `n` as succeeded.
+ * Delivery throughput: `events` events published (batches of `batch`, 100 by default: 1,000
+ * deliveries per request) to the application with ten
+ * webhooks; timed from the first publish request until the receiver has seen all events x 10.
+ * Then until every endpoint object has recorded them (none pending); each must have succeeded
+ * after one attempt, none may have arrived twice.
  */
-export async function throughput(worker, receiver, tag, deliveries) {
-  const ids = await preload(worker, tag, deliveries);
-  const n = ids.length;
+export async function throughput(worker, receiver, token, tag, events, batch = 100) {
+  const hooks = range(THROUGHPUT_FIRST, THROUGHPUT_WEBHOOKS);
+  const before = await countsOf(worker, hooks);
+  const n = events * THROUGHPUT_WEBHOOKS;
   receiver.reset();
   const cpuBefore = cpuMs(worker.process);
   const started = performance.now();
-  for (let i = 0; i < ids.length; i += 100) {
-    await worker.producer.sendBatch(
-      ids.slice(i, i + 100).map((id) => ({ body: { delivery_id: id }, contentType: 'json' })),
-    );
-  }
-  const arrivals = await receiver.waitFor(n, 120_000, `${THROUGHPUT} (${worker.name})`).catch(async (err) => {
-    const { results } = await worker.db
-      .prepare('SELECT status, attempts, COUNT(*) AS n FROM deliveries GROUP BY status, attempts')
-      .all();
-    throw new Error(`${err.message}; deliveries in D1: ${JSON.stringify(results)}`);
-  });
+  await publishMany(worker, token, 'tp', tag, events, 2, batch);
+  const publishedMs = performance.now() - started;
+  const arrivals = await receiver.waitFor(n, 180_000, `${THROUGHPUT} (${worker.name})`);
   const seenMs = arrivals[n - 1].t - started;
-  await settle(worker, THROUGHPUT);
+  const after = await settle(worker, hooks, THROUGHPUT);
   const recordedMs = performance.now() - started;
   const cpuAfter = cpuMs(worker.process);
-  const { n: succeeded } = await worker.db
-    .prepare(
-      `SELECT COUNT(*) AS n FROM deliveries
-       WHERE substr(event_id, 1, length(?1)) = ?1 AND status = 'succeeded' AND attempts = 1`,
-    )
-    .bind(`evt_${tag}_`)
-    .first();
+  const succeeded = after.succeeded - before.succeeded;
   if (succeeded !== n) throw new Error(`${THROUGHPUT}: ${succeeded} of ${n} deliveries recorded as succeeded`);
   const distinct = new Set(arrivals.map((a) => `${a.id} ${a.path}`)).size;
   if (distinct !== n) throw new Error(`${THROUGHPUT}: ${n - distinct} requests arrived twice`);
@@ -281,23 +282,12 @@ export async function throughput(worker, receiver, tag, deliveries) {
   return {
     deliveries: n,
     deliveries_per_s: n / (seenMs / 1000),
+    published_ms: publishedMs,
     seen_ms: seenMs,
     recorded_ms: recordedMs,
-    // workerd's CPU per delivery: the consumer's isolate, its D1 (SQLite) and its network.
+    // workerd's CPU per delivery: publishing, the objects' storage, the sending.
     cpu_us_per_delivery: cpuBefore === null || cpuAfter === null ? null : ((cpuAfter - cpuBefore) * 1000) / n,
   };
-}
-
-/** Publishes one event through the worker's HTTP endpoint; resolves with its id once 202 came. */
-async function publish(worker, token, appId, n) {
-  const res = await fetch(worker.url + EVENT_PATH, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
-    body: JSON.stringify({ app_id: appId, type: 'NEW_NFT', data: nftData(n) }),
-  });
-  const text = await res.text();
-  if (res.status !== 202) throw new Error(`publish: expected 202, got ${res.status} ${text}`);
-  return JSON.parse(text).value.event_id;
 }
 
 /**
@@ -314,16 +304,16 @@ async function fanout(worker, receiver, token, n) {
   if (arrivals.some((a) => a.id !== eventId)) throw new Error(`${FANOUT}: a request of another event arrived`);
   if (new Set(arrivals.map((a) => a.path)).size !== FANOUT_WEBHOOKS) throw new Error(`${FANOUT}: a webhook got two`);
   receiver.verify(FANOUT);
-  await settle(worker, FANOUT);
+  await settle(worker, range(FANOUT_FIRST, FANOUT_WEBHOOKS), FANOUT);
   return { ms: last, accepted_ms: accepted };
 }
 
 /**
- * Latency: `events` events to the application with three webhooks, one every 1000 / `rate` ms
- * (not waiting for replies); per delivery, the time from its event's 202 to its first attempt at
- * the receiver (and from the publish request's start, to show what the 202 itself took).
+ * Events to `app` at a steady `rate`, `events` of them (not waiting for replies); per delivery to a
+ * `/hook/` webhook, the time from its event's 202 reaching the client to its first attempt reaching
+ * the receiver (and from the publish request's start). `healthy`: how many such webhooks it has.
  */
-async function latency(worker, receiver, token, events, rate, offset) {
+async function steady(worker, receiver, token, { app, healthy, events, rate, offset, what }) {
   receiver.reset();
   const accepted = new Map();
   const sent = new Map();
@@ -335,43 +325,66 @@ async function latency(worker, receiver, token, events, rate, offset) {
     if (wait > 0) await sleep(wait);
     const t = performance.now();
     requests.push(
-      publish(worker, token, 'lat', offset + i).then((id) => {
+      publish(worker, token, app, offset + i).then((id) => {
         accepted.set(id, performance.now());
         sent.set(id, t);
       }),
     );
   }
   await Promise.all(requests);
-  const arrivals = await receiver.waitFor(events * LATENCY_WEBHOOKS, 60_000, LATENCY);
+  const isHook = (a) => a.path.startsWith('/hook/') && accepted.has(a.id);
+  const arrivals = await receiver.waitFor(events * healthy, 60_000, what, isHook);
   const fromAccepted = [];
   const fromSent = [];
   const seen = new Set();
   for (const a of arrivals) {
     const key = `${a.id} ${a.path}`;
-    if (seen.has(key) || !accepted.has(a.id)) continue;
+    if (seen.has(key) || !isHook(a)) continue;
     seen.add(key);
     fromAccepted.push(a.t - accepted.get(a.id));
     fromSent.push(a.t - sent.get(a.id));
   }
-  if (seen.size !== events * LATENCY_WEBHOOKS) throw new Error(`${LATENCY}: ${seen.size} distinct first attempts`);
-  receiver.verify(LATENCY);
-  await settle(worker, LATENCY);
+  if (seen.size !== events * healthy) throw new Error(`${what}: ${seen.size} distinct first attempts`);
+  receiver.verify(what);
   return { fromAccepted, fromSent, acceptMs: [...accepted].map(([id, t]) => t - sent.get(id)) };
+}
+
+async function latency(worker, receiver, token, events, rate, offset) {
+  const out = await steady(worker, receiver, token, {
+    app: 'lat',
+    healthy: LATENCY_WEBHOOKS,
+    events,
+    rate,
+    offset,
+    what: LATENCY,
+  });
+  await settle(worker, range(LATENCY_FIRST, LATENCY_WEBHOOKS), LATENCY);
+  return out;
 }
 
 const ORDER = ['floor', 'service', 'service', 'floor'];
 
 /** Delivery throughput, in ABBA order: each worker's deliveries over the time of its two slices. */
-async function measureThroughput({ workers, receiver, options }) {
+async function measureThroughput({ workers, receiver, token, options }) {
   const parts = { floor: [], service: [] };
   for (const [i, name] of ORDER.entries()) {
-    parts[name].push(await throughput(workers[name], receiver, `tp${i}`, options.deliveries));
+    parts[name].push(
+      await throughput(
+        workers[name],
+        receiver,
+        token,
+        `tp${i}`,
+        options.deliveries / THROUGHPUT_WEBHOOKS,
+        options.throughputBatch,
+      ),
+    );
   }
   const out = Object.fromEntries(
     Object.entries(parts).map(([name, p]) => [
       name,
       {
         deliveries_per_s: (p[0].deliveries + p[1].deliveries) / ((p[0].seen_ms + p[1].seen_ms) / 1000),
+        published_ms: p.map((x) => Math.round(x.published_ms)),
         seen_ms: p.map((x) => Math.round(x.seen_ms)),
         recorded_ms: p.map((x) => Math.round(x.recorded_ms)),
         cpu_us_per_delivery: p.some((x) => x.cpu_us_per_delivery === null)
@@ -407,6 +420,23 @@ async function measureFanout({ workers, receiver, token, options }) {
   return out;
 }
 
+const summarise = (p) => {
+  const accepted = p.flatMap((x) => x.fromAccepted);
+  const sent = p.flatMap((x) => x.fromSent);
+  const accept = p.flatMap((x) => x.acceptMs);
+  return {
+    samples: accepted.length,
+    samples_ms: accepted,
+    p50_ms: quantile(accepted, 0.5),
+    p99_ms: quantile(accepted, 0.99),
+    max_ms: Math.max(...accepted),
+    from_request_p50_ms: quantile(sent, 0.5),
+    from_request_p99_ms: quantile(sent, 0.99),
+    publish_p50_ms: quantile(accept, 0.5),
+    publish_p99_ms: quantile(accept, 0.99),
+  };
+};
+
 /** Latency, in ABBA order, `options.latencyEvents` events per worker (half in each slice). */
 async function measureLatency({ workers, receiver, token, options }) {
   const parts = { floor: [], service: [] };
@@ -414,42 +444,62 @@ async function measureLatency({ workers, receiver, token, options }) {
     const events = options.latencyEvents / 2;
     parts[name].push(await latency(workers[name], receiver, token, events, options.latencyRate, i * events));
   }
-  const summary = (p) => {
-    const accepted = p.flatMap((x) => x.fromAccepted);
-    const sent = p.flatMap((x) => x.fromSent);
-    const accept = p.flatMap((x) => x.acceptMs);
-    return {
-      samples: accepted.length,
-      samples_ms: accepted,
-      p50_ms: quantile(accepted, 0.5),
-      p99_ms: quantile(accepted, 0.99),
-      max_ms: Math.max(...accepted),
-      from_request_p50_ms: quantile(sent, 0.5),
-      from_request_p99_ms: quantile(sent, 0.99),
-      publish_p50_ms: quantile(accept, 0.5),
-      publish_p99_ms: quantile(accept, 0.99),
-    };
-  };
-  const out = { service: summary(parts.service), floor: summary(parts.floor) };
+  const out = { service: summarise(parts.service), floor: summarise(parts.floor) };
   const text = (x) => `p50 ${x.p50_ms.toFixed(1)} p99 ${x.p99_ms.toFixed(1)} ms`;
   out.line = `service ${text(out.service)}, floor ${text(out.floor)}`;
   return out;
 }
 
-const MEASURES = { [THROUGHPUT]: measureThroughput, [FANOUT]: measureFanout, [LATENCY]: measureLatency };
+/**
+ * Isolation: per worker, `options.latencyEvents` events at `options.latencyRate` a second to an
+ * application of three healthy webhooks, then as many to one of three healthy webhooks and a
+ * fourth that answers after SLOW_MS (its backlog grows: six at once, SLOW_MS each); the healthy
+ * webhooks' publish-to-arrival (from the 202) with and without the slow one.
+ */
+async function measureIsolation({ workers, receiver, token, options }) {
+  const out = {};
+  for (const name of ['floor', 'service']) {
+    const run = (app, offset) =>
+      steady(workers[name], receiver, token, {
+        app,
+        healthy: ISO_HEALTHY,
+        events: options.latencyEvents,
+        rate: options.latencyRate,
+        offset,
+        what: `${ISOLATION} (${name}, ${app})`,
+      });
+    const alone = summarise([await run('iso-fast', 0)]);
+    const slowRun = await run('iso-slow', options.latencyEvents);
+    const slowArrivals = receiver.arrivals.filter((a) => a.path.startsWith('/slow/')).length;
+    const withSlow = { ...summarise([slowRun]), slow_endpoint_arrivals: slowArrivals };
+    delete alone.samples_ms;
+    delete withSlow.samples_ms;
+    out[name] = { without_slow: alone, with_slow: withSlow };
+  }
+  const text = (x) => `p50 ${x.without_slow.p50_ms.toFixed(1)} -> ${x.with_slow.p50_ms.toFixed(1)} ms`;
+  out.line = `healthy endpoints' 202-to-arrival: service ${text(out.service)}, floor ${text(out.floor)}`;
+  return out;
+}
+
+const MEASURES = {
+  [THROUGHPUT]: measureThroughput,
+  [FANOUT]: measureFanout,
+  [LATENCY]: measureLatency,
+  [ISOLATION]: measureIsolation,
+};
 
 /**
- * Runs the selected queue scenarios once against both workers, in ABBA order (floor, service,
+ * Runs the selected delivery scenarios once against both workers, in ABBA order (floor, service,
  * service, floor), and returns per scenario the service's and the floor's figures, or the error
  * that stopped it (a stall, a wrong request: the benchmark reports it and goes on).
  */
 export async function runQueueScenarios({ selected, workers, receiver, token, options, log }) {
   const out = {};
-  // Warm-up, unmeasured, as the HTTP scenarios have theirs: each worker's isolate compiled, its
-  // signing keys opened (both consumers keep them per isolate) and its connections to the receiver made.
+  // Warm-up, unmeasured: each worker's isolate compiled, its objects made, its signing keys
+  // opened and its connections to the receiver made.
   for (const name of ['floor', 'service']) {
     try {
-      await throughput(workers[name], receiver, `warm-${name}`, 200);
+      await throughput(workers[name], receiver, token, `warm-${name}`, 20);
       await fanout(workers[name], receiver, token, 0);
     } catch (err) {
       for (const scenario of QUEUE_SCENARIOS.filter((n) => selected.includes(n))) {

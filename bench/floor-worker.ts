@@ -10,16 +10,17 @@
 //   PUT    conditional audit insert + update (its count tells found from missing)
 //   DELETE audit insert + delete
 //   GET    one SELECT of the webhook, or of a page of 21 (20 and "is there more")
-//   GET /v1.0/app/nft/webhook/delivery?webhook_id=   a batch of two: the owned webhook exists,
-//          and a page of 21 of its deliveries, newest first (the service's two statements)
+//   GET /v1.0/app/nft/webhook/delivery?webhook_id=   one D1 read (the owned webhook exists), then
+//          one RPC to its FloorEndpoint for a page of 21 of its deliveries, newest first
 //   POST   insert that checks the URL and the cap itself + audit insert + the row back
-//   POST /v1.0/platform/nft/event   bench/floor-publish.ts
-//   queue (deliveries)              bench/floor-consumer.ts
+//   POST /v1.0/platform/nft/event, /events   bench/floor-objects.ts (one D1 read, one RPC per
+//          application to its FloorApplication, which hands the deliveries to FloorEndpoints)
 
-import { type ConsumerEnv, deliver } from './floor-consumer';
-import { type PublishEnv, publish } from './floor-publish';
+import { FloorApplication, FloorEndpoint, type ObjectsEnv, publishToObjects } from './floor-objects';
 
-interface Env extends PublishEnv, ConsumerEnv {
+export { FloorApplication, FloorEndpoint };
+
+interface Env extends ObjectsEnv {
   DB: D1Database;
   BENCH_APPS: string;
   FLOOR_SESSIONS: string;
@@ -54,13 +55,13 @@ export default {
     if (bookmark) response.headers.set('x-d1-bookmark', bookmark);
     return response;
   },
-  queue: (batch: MessageBatch<{ delivery_id: string }>, env: Env) => deliver(batch, env),
 };
 
 /** The operation's statements and reply. */
-async function answer(request: Request, env: Env, ctx: ExecutionContext): Promise<Response> {
+async function answer(request: Request, env: Env, _ctx: ExecutionContext): Promise<Response> {
   const url = new URL(request.url);
-  if (url.pathname === '/v1.0/platform/nft/event') return publish(request, env, ctx);
+  if (url.pathname === '/v1.0/platform/nft/event') return publishToObjects(request, env, false);
+  if (url.pathname === '/v1.0/platform/nft/events') return publishToObjects(request, env, true);
   const ownerOf = (id: string) => `app-${(Number(id) - 1) % Number(env.BENCH_APPS)}`;
 
   if (request.method === 'DELETE') {
@@ -157,35 +158,24 @@ interface DeliveryRow {
   status: string;
   attempts: number;
   next_attempt_at: string | null;
-  last_attempt_at: string | null;
   last_status: number | null;
-  last_error: string | null;
   created_at: string;
 }
 const text = (value: string | null) => (value === null ? 'null' : JSON.stringify(value));
 const delivery = (r: DeliveryRow) =>
-  `{"delivery_id":${r.delivery_id},"event_id":${JSON.stringify(r.event_id)},"type":${JSON.stringify(r.type)},"status":${JSON.stringify(r.status)},"attempts":${r.attempts},"next_attempt_at":${text(r.next_attempt_at)},"last_attempt_at":${text(r.last_attempt_at)},"last_status":${r.last_status ?? 'null'},"last_error":${text(r.last_error)},"created_at":${JSON.stringify(r.created_at)}}`;
+  `{"delivery_id":${r.delivery_id},"event_id":${JSON.stringify(r.event_id)},"type":${JSON.stringify(r.type)},"status":${JSON.stringify(r.status)},"attempts":${r.attempts},"next_attempt_at":${text(r.next_attempt_at)},"last_status":${r.last_status ?? 'null'},"created_at":${JSON.stringify(r.created_at)}}`;
 
-/** The first page (20, newest first) of a webhook's deliveries: one batch, the same two statements as the service. */
+/** The first page (20, newest first) of a webhook's deliveries: the owned webhook read in D1, then its object's page. */
 async function deliveryPage(url: URL, env: Env): Promise<Response> {
   const id = url.searchParams.get('webhook_id') as string;
   const app = `app-${(Number(id) - 1) % Number(env.BENCH_APPS)}`;
-  const owned = 'SELECT 1 FROM webhooks WHERE webhook_id = CAST(?1 AS INTEGER) AND app_id = ?2';
-  const [found, page] = await env.DB.batch<Record<string, unknown>>([
-    env.DB.prepare(`SELECT EXISTS (${owned}) AS found`).bind(id, app),
-    env.DB.prepare(
-      `SELECT CAST(d.delivery_id AS TEXT) AS delivery_id, d.event_id, e.type, d.status, d.attempts,
-           d.next_attempt_at, d.last_attempt_at, d.last_status, d.last_error, d.created_at
-         FROM deliveries AS d JOIN events AS e ON e.event_id = d.event_id
-         WHERE d.webhook_id = CAST(?1 AS INTEGER) AND d.app_id = ?2
-           AND (?3 IS NULL OR d.delivery_id < CAST(?3 AS INTEGER)) AND (?4 IS NULL OR d.status = ?4)
-           AND EXISTS (${owned})
-         ORDER BY d.delivery_id DESC
-         LIMIT ?5`,
-    ).bind(id, app, null, null, 21),
-  ]);
-  if (found?.results[0]?.found !== 1) return fail(404, 64060, 'query fail');
-  const rows = (page?.results ?? []) as unknown as DeliveryRow[];
+  const found = await env.DB.prepare(
+    'SELECT 1 AS found FROM webhooks WHERE webhook_id = CAST(?1 AS INTEGER) AND app_id = ?2',
+  )
+    .bind(id, app)
+    .first();
+  if (found === null) return fail(404, 64060, 'query fail');
+  const rows = (await env.FLOOR_ENDPOINTS.getByName(id).list(20)) as unknown as DeliveryRow[];
   const list = rows.slice(0, 20);
   const last = list[19];
   const next =

@@ -17,6 +17,7 @@ import {
   DELIVERY_LOG_FIRST_ID,
   DELIVERY_LOG_PER_WEBHOOK,
   DELIVERY_LOG_WEBHOOKS,
+  nftData,
   PUBLISH_APPS,
   PUBLISH_EVENT_TYPES,
   PUBLISH_FIRST_ID,
@@ -67,8 +68,47 @@ const schema = readdirSync(migrations)
   .sort()
   .flatMap((f) => unstable_splitSqlQuery(readFileSync(new URL(f, migrations), 'utf8')));
 export const SECRET = randomBytes(32).toString('base64url');
-/** The service's Durable Objects (wrangler.toml), as Miniflare binds them: the reference workers have none. */
-export const SERVICE_OBJECTS = { ENDPOINTS: { className: 'Endpoint', useSQLite: true } };
+/** The service's Durable Objects (wrangler.toml), as Miniflare binds them. */
+export const SERVICE_OBJECTS = {
+  ENDPOINTS: { className: 'Endpoint', useSQLite: true },
+  APPLICATIONS: { className: 'Application', useSQLite: true },
+};
+/** The floor's Durable Objects (bench/floor-objects.ts): the same engine, its own classes. */
+export const FLOOR_OBJECTS = {
+  FLOOR_ENDPOINTS: { className: 'FloorEndpoint', useSQLite: true },
+  FLOOR_APPLICATIONS: { className: 'FloorApplication', useSQLite: true },
+};
+
+/**
+ * The bench's tool: a second Worker in the same Miniflare whose ENDPOINTS binding reaches the
+ * worker under test's endpoint objects (the service's Endpoint, or the floor's FloorEndpoint) by
+ * RPC, never through the worker under test: POST /moveIn {webhookId, deliveries, attempts} seeds
+ * one; POST /stats {webhookIds, since} sums their deliveries' counters; POST /size {webhookIds,
+ * apps} (floor only) sums ctx.storage.sql.databaseSize.
+ */
+const TOOL_SCRIPT = `export default { async fetch(request, env) {
+  const path = new URL(request.url).pathname;
+  const body = await request.json();
+  if (path === '/moveIn') {
+    await env.ENDPOINTS.getByName(body.webhookId).moveIn(body.webhookId, body.deliveries, body.attempts);
+    return new Response('{}');
+  }
+  if (path === '/stats') {
+    const sums = { pending: 0, succeeded: 0, failed: 0, cancelled: 0, attempts: 0 };
+    await Promise.all(body.webhookIds.map(async (id) => {
+      for (const row of await env.ENDPOINTS.getByName(id).stats(body.since)) {
+        for (const k of Object.keys(sums)) sums[k] += Number(row[k] ?? 0);
+      }
+    }));
+    return Response.json(sums);
+  }
+  if (path === '/size') {
+    const endpoints = await Promise.all(body.webhookIds.map((id) => env.ENDPOINTS.getByName(id).size()));
+    const apps = await Promise.all(body.apps.map((id) => env.APPLICATIONS.getByName(id).size()));
+    return Response.json({ endpoints, apps });
+  }
+  return new Response('no such tool', { status: 404 });
+} };`;
 
 /** WEBHOOK_SECRET_KEY: the AES-256-GCM key that seals webhooks' signing secrets at rest. */
 export const SECRET_KEY = randomBytes(32).toString('base64');
@@ -93,10 +133,12 @@ export async function startWorker({
   queueProducers,
   queueConsumers,
   durableObjects,
+  tool = false,
+  persist,
 }) {
-  const mf = new Miniflare({
+  const main = {
+    name: 'main',
     modules: true,
-    inspectorPort,
     // modulesRoot: the bundle's own directory, which may lie outside this one (--baseline's).
     ...(script !== undefined
       ? { script }
@@ -121,6 +163,30 @@ export async function startWorker({
           PUBLISH_RATE_LIMITER: { namespace_id: '1003', ...unlimited },
         }
       : {},
+  };
+  // The tool's ENDPOINTS and APPLICATIONS: the worker under test's own objects (by class name).
+  const objectOf = (binding) =>
+    Object.entries(durableObjects ?? {}).find(([name]) => name === binding || name === `FLOOR_${binding}`)?.[1];
+  const toolObjects = Object.fromEntries(
+    ['ENDPOINTS', 'APPLICATIONS']
+      .filter((b) => objectOf(b) !== undefined)
+      .map((b) => [b, { ...objectOf(b), scriptName: 'main' }]),
+  );
+  const mf = new Miniflare({
+    inspectorPort,
+    ...(persist === undefined ? {} : { d1Persist: `${persist}/d1`, durableObjectsPersist: `${persist}/do` }),
+    workers: tool
+      ? [
+          main,
+          {
+            name: 'tool',
+            modules: true,
+            script: TOOL_SCRIPT,
+            compatibilityDate: config.compatibility_date,
+            durableObjects: toolObjects,
+          },
+        ]
+      : [main],
     // The Worker logs one line per request: kept out of the measurement unless asked for.
     handleRuntimeStdio: (stdout, stderr) => {
       if (log) {
@@ -136,7 +202,15 @@ export async function startWorker({
   const db = await mf.getD1Database('DB');
   await db.batch(schema.map((sql) => db.prepare(sql)));
   await seed(db, apps, perApp);
-  return { url: new URL(url).origin, db, mf, dispose: () => mf.dispose() };
+  const toolWorker = tool ? await mf.getWorker('tool') : null;
+  /** Calls the tool (POST `path` with `body` as JSON); resolves with its JSON reply. */
+  const callTool = async (path, body) => {
+    const res = await toolWorker.fetch(`http://tool${path}`, { method: 'POST', body: JSON.stringify(body) });
+    const text = await res.text();
+    if (res.status !== 200) throw new Error(`tool ${path}: ${res.status} ${text.slice(0, 300)}`);
+    return JSON.parse(text);
+  };
+  return { url: new URL(url).origin, db, mf, tool: callTool, dispose: () => mf.dispose() };
 }
 
 async function seed(db, apps, perApp) {
@@ -171,15 +245,22 @@ export async function addWebhooks(db, { app, firstId, count, url, eventTypes = (
   await db.batch(rows);
 }
 
-/** Publishing's applications (PUBLISH_APPS, four webhooks each), beside the seeded ones. */
-export async function addPublishApps(db) {
+/**
+ * Publishing's applications (PUBLISH_APPS, four webhooks each), beside the seeded ones, with
+ * signing secrets; their URL is the receiver's `/hold/<id>`, which never answers: each endpoint
+ * object has six requests open until they time out (15 s), so the publish scenarios measure
+ * publishing, with the sending parked and costing next to nothing, for the floor and the service alike.
+ * `path` 'hook' instead: the receiver answers 204 at once, and the deliveries are sent meanwhile.
+ */
+export async function addPublishApps(db, origin, path = 'hold') {
   for (let a = 0; a < PUBLISH_APPS; a++) {
     const firstId = PUBLISH_FIRST_ID + a * PUBLISH_EVENT_TYPES.length;
     await addWebhooks(db, {
       app: `pub-${a}`,
       firstId,
       count: PUBLISH_EVENT_TYPES.length,
-      url: (id) => `https://pub-${a}.example/hook/${id}`,
+      url: (id) => `${origin}/${path}/${id}`,
+      secret: secretOf,
       eventTypes: (id) => {
         const types = PUBLISH_EVENT_TYPES[id - firstId];
         return types === 'null' ? null : types;
@@ -193,62 +274,63 @@ export async function addPublishApps(db) {
  * two per seeded application), one event per application and step, delivered to both of its
  * webhooks, DELIVERY_LOG_PER_WEBHOOK deliveries per webhook (ids interleaved, as a fan-out makes
  * them), most succeeded at the first attempt, some after a retry, some failed after three, some
- * still pending after one; one attempt record per attempt. SQL makes the rows (a recursive CTE),
- * so seeding takes well under a second.
+ * still pending after one (their next attempt far ahead, so no alarm sends them); one attempt
+ * record per attempt. Stored in each webhook's endpoint object through the tool worker (its
+ * moveIn, as the move from D1 stores deliveries): the service's Endpoint or the floor's.
  */
-export async function addDeliveryLog(db, apps = 100) {
+export async function addDeliveryLog(worker, apps = 100) {
   const perApp = DELIVERY_LOG_WEBHOOKS / apps;
-  const events = apps * DELIVERY_LOG_PER_WEBHOOK;
-  // Event i: application i % apps, created i seconds after the start.
-  const at = (seconds) => `strftime('%Y-%m-%dT%H:%M:%fZ', '2026-11-01T00:00:00Z', '+' || (${seconds}) || ' seconds')`;
-  await db.batch([
-    db.prepare(
-      `INSERT INTO events (event_id, app_id, source_key, type, payload, created_at)
-       WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < ${events - 1})
-       SELECT printf('evt_bench%023d', i), 'app-' || (i % ${apps}), 'id:bench-' || i,
-         CASE i % 4 WHEN 3 THEN 'NFT_TRANSFER' ELSE 'NEW_NFT' END,
-         json_object('id', printf('evt_bench%023d', i), 'type', CASE i % 4 WHEN 3 THEN 'NFT_TRANSFER' ELSE 'NEW_NFT' END,
-           'timestamp', ${at('i')},
-           'data', json_object('chain_id', 1, 'contract', '0x5af0d9827e0c53e4799bb226655a1de152a425a5',
-             'token_id', CAST(1000000 + i AS TEXT), 'owner', printf('0x%040x', i), 'block_number', 19000000 + i,
-             'tx_hash', printf('0x%064x', i))),
-         ${at('i')}
-       FROM n`,
-    ),
-    // Delivery of event i to its application's k-th webhook of the set; its fate from the step (i / apps).
-    db.prepare(
-      `INSERT INTO deliveries (event_id, webhook_id, app_id, status, attempts, next_attempt_at,
-         last_attempt_at, last_status, last_error, created_at)
-       WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < ${events - 1}),
-         k(k) AS (SELECT 0 UNION ALL SELECT k + 1 FROM k WHERE k < ${perApp - 1}),
-         d AS (SELECT i, i / ${apps} AS step, k, ${DELIVERY_LOG_FIRST_ID} + (i % ${apps}) + k * ${apps} AS webhook_id FROM n, k),
-         f AS (SELECT *, CASE WHEN step % 50 = 7 THEN 'failed' WHEN step % 50 = 9 THEN 'pending' ELSE 'succeeded' END AS status,
-           CASE WHEN step % 50 = 7 THEN 3 WHEN step % 10 = 3 THEN 2 ELSE 1 END AS attempts FROM d)
-       SELECT printf('evt_bench%023d', i), webhook_id, 'app-' || (i % ${apps}), status, attempts,
-         CASE status WHEN 'pending' THEN ${at('i + 60')} END, ${at('i + attempts * 30 - 29')},
-         CASE WHEN status = 'succeeded' THEN 200 WHEN step % 100 = 7 THEN 503 END,
-         CASE WHEN status <> 'succeeded' AND step % 100 <> 7 THEN 'timeout' END, ${at('i')}
-       FROM f ORDER BY i, k`,
-    ),
-    // Attempt a of each delivery: failures before the last, the last as the delivery records it.
-    db.prepare(
-      `INSERT INTO delivery_attempts (delivery_id, attempt, attempted_at, status, error, duration_ms, body)
-       WITH RECURSIVE a(a) AS (SELECT 1 UNION ALL SELECT a + 1 FROM a WHERE a < 3)
-       SELECT d.delivery_id, a.a, strftime('%Y-%m-%dT%H:%M:%fZ', d.created_at, '+' || (a.a * 30 - 29) || ' seconds'),
-         CASE WHEN a.a = d.attempts THEN d.last_status ELSE 502 END,
-         CASE WHEN a.a = d.attempts THEN d.last_error END, 40 + a.a * 7,
-         CASE WHEN a.a = d.attempts AND d.status = 'succeeded' THEN '{"ok":true}' ELSE 'Bad Gateway' END
-       FROM deliveries AS d JOIN a ON a.a <= d.attempts
-       WHERE d.webhook_id >= ${DELIVERY_LOG_FIRST_ID} AND d.webhook_id < ${DELIVERY_LOG_FIRST_ID + DELIVERY_LOG_WEBHOOKS}`,
-    ),
-  ]);
+  const start = Date.parse('2026-11-01T00:00:00Z');
+  const calls = [];
+  for (let a = 0; a < apps; a++) {
+    for (let k = 0; k < perApp; k++) {
+      const webhookId = String(DELIVERY_LOG_FIRST_ID + a + k * apps);
+      const deliveries = [];
+      const attempts = [];
+      for (let step = 0; step < DELIVERY_LOG_PER_WEBHOOK; step++) {
+        const i = a + step * apps;
+        const at = (s) => new Date(start + s * 1000).toISOString();
+        const type = i % 4 === 3 ? 'NFT_TRANSFER' : 'NEW_NFT';
+        const eventId = `evt_bench${String(i).padStart(23, '0')}`;
+        const status = step % 50 === 7 ? 'failed' : step % 50 === 9 ? 'pending' : 'succeeded';
+        const tries = step % 50 === 7 ? 3 : step % 10 === 3 ? 2 : 1;
+        const deliveryId = (((BigInt(start + i * 1000) - 1_577_836_800_000n) << 20n) | BigInt(k)).toString();
+        const lastStatus = status === 'succeeded' ? 200 : step % 100 === 7 ? 503 : null;
+        const lastError = status !== 'succeeded' && step % 100 !== 7 ? 'timeout' : null;
+        deliveries.push({
+          delivery_id: deliveryId,
+          event_id: eventId,
+          message_id: eventId,
+          app_id: `app-${a}`,
+          type,
+          payload: JSON.stringify({ id: eventId, type, timestamp: at(i), data: nftData(i) }),
+          created_at: at(i),
+          status,
+          attempts: tries,
+          schedule_start: 0,
+          recovery_id: null,
+          next_attempt_at: status === 'pending' ? '2099-01-01T00:00:00.000Z' : null,
+          last_attempt_at: at(i + tries * 30 - 29),
+          last_status: lastStatus,
+          last_error: lastError,
+        });
+        for (let n = 1; n <= tries; n++) {
+          attempts.push({
+            delivery_id: deliveryId,
+            attempt: n,
+            attempted_at: at(i + n * 30 - 29),
+            status: n === tries ? lastStatus : 502,
+            error: n === tries ? lastError : null,
+            duration_ms: 40 + n * 7,
+            body: n === tries && status === 'succeeded' ? '{"ok":true}' : 'Bad Gateway',
+          });
+        }
+      }
+      calls.push(() => worker.tool('/moveIn', { webhookId, deliveries, attempts }));
+    }
+  }
+  for (let i = 0; i < calls.length; i += 8) await Promise.all(calls.slice(i, i + 8).map((call) => call()));
 }
-
-/**
- * Publishing's deliveries go to a queue without a consumer (Miniflare drops what it is sent): the
- * publish scenario measures publishing, not delivering.
- */
-export const PUBLISH_QUEUE_PRODUCERS = { DELIVERIES: 'bench-publish-deliveries' };
 
 /** A webhook's signing secret (`whsec_` + base64 of 32 bytes) derived from its id: known to the receiver. */
 export const secretOf = (id) =>

@@ -1,22 +1,16 @@
 // npm run profile -- [rejected|put|get|list|publish|deliver] [--floor]: a CPU profile of the
 // Worker's isolate in workerd (or, with --floor, of the floor worker's), taken over the inspector
 // while autocannon drives one scenario (deliver: while the queue consumer delivers batches of
-// 2,000 deliveries to a local receiver, as the benchmark's delivery throughput does), printed as
+// 2,000 deliveries published to one application of ten endpoints and sent by the endpoints'
+// objects to a local receiver, as the benchmark's delivery throughput does; the objects run in the
+// same isolate as the Worker, so their time is in the profile), printed as
 // self time per function and as busy CPU time per request (per delivery). Built unminified so
 // that the names mean something.
 import autocannon from 'autocannon';
 import { build } from 'esbuild';
 import WebSocket from 'ws';
-import { startQueueWorker, startReceiver, throughput } from './deliveries.mjs';
-import {
-  addPublishApps,
-  ownerOf,
-  PATH,
-  PUBLISH_QUEUE_PRODUCERS,
-  SERVICE_OBJECTS,
-  startWorker,
-  tokenFor,
-} from './harness.mjs';
+import { startDeliveryWorker, startReceiver, throughput } from './deliveries.mjs';
+import { addPublishApps, FLOOR_OBJECTS, ownerOf, PATH, SERVICE_OBJECTS, startWorker, tokenFor } from './harness.mjs';
 import { scenarioList } from './scenarios.mjs';
 
 const scenario = process.argv[2] ?? 'rejected';
@@ -31,33 +25,28 @@ const { outputFiles } = await build({
   external: ['cloudflare:*'],
 });
 const inspectorPort = 9239;
-const receiver = scenario === 'deliver' ? await startReceiver() : null;
+const receiver = await startReceiver();
+const objects = floor ? FLOOR_OBJECTS : SERVICE_OBJECTS;
 const worker =
   scenario === 'deliver'
-    ? await startQueueWorker({
-        script: outputFiles[0].text,
-        receiver,
-        batchSize: 10,
-        batchTimeout: 0,
-        inspectorPort,
-        durableObjects: floor ? undefined : SERVICE_OBJECTS,
-      })
+    ? await startDeliveryWorker({ script: outputFiles[0].text, receiver, inspectorPort, durableObjects: objects })
     : await startWorker({
         script: outputFiles[0].text,
         apps: APPS,
         perApp: 5000,
         inspectorPort,
-        bindings: { FLOOR_SESSIONS: '1' },
+        bindings: { FLOOR_SESSIONS: '1', WEBHOOK_URL_ALLOWED_ORIGINS: receiver.origin },
         // --no-limiters: diagnostic, to see what the rate-limit bindings cost.
         limiters: !process.argv.includes('--no-limiters'),
-        queueProducers: PUBLISH_QUEUE_PRODUCERS,
-        durableObjects: floor ? undefined : SERVICE_OBJECTS,
+        durableObjects: objects,
       });
-if (scenario === 'publish') await addPublishApps(worker.db);
+if (scenario === 'publish') await addPublishApps(worker.db, receiver.origin);
 
 // The Chrome DevTools Protocol, over the inspector's WebSocket for the user worker.
 const targets = await (await fetch(`http://127.0.0.1:${inspectorPort}/json`)).json();
-const ws = new WebSocket(targets.find((t) => t.title.includes('core:user')).webSocketDebuggerUrl);
+const target =
+  targets.find((t) => t.title.includes('core:user:main')) ?? targets.find((t) => t.title.includes('core:user'));
+const ws = new WebSocket(target.webSocketDebuggerUrl);
 await new Promise((resolve) => ws.once('open', resolve));
 let nextId = 0;
 const pending = new Map();
@@ -110,13 +99,13 @@ const request =
             };
 
 // Deliver: two slices of 2,000 deliveries, the first (keys, connections) left out of the profile.
-if (scenario === 'deliver') await throughput(worker, receiver, 'warm', 2000);
+if (scenario === 'deliver') await throughput(worker, receiver, platform, 'warm', 200);
 await send('Profiler.enable');
 await send('Profiler.setSamplingInterval', { interval: 50 });
 await send('Profiler.start');
 const load =
   scenario === 'deliver'
-    ? await throughput(worker, receiver, 'profiled', 2000).then(() => ({ requests: { total: 2000 } }))
+    ? await throughput(worker, receiver, platform, 'profiled', 200).then(() => ({ requests: { total: 2000 } }))
     : await autocannon({
         url: worker.url,
         connections: 16,
@@ -126,7 +115,7 @@ const load =
 const { profile } = await send('Profiler.stop');
 ws.close();
 await worker.dispose();
-await receiver?.close();
+await receiver.close();
 
 const nodes = new Map(profile.nodes.map((node) => [node.id, node]));
 const self = new Map();

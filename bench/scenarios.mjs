@@ -15,6 +15,8 @@ export const NEW_APPS = 2000; // enough for 100,000 POSTs
 
 /** Where the platform publishes events. */
 export const EVENT_PATH = '/v1.0/platform/nft/event';
+/** Where the platform publishes batches of events. */
+export const EVENTS_PATH = '/v1.0/platform/nft/events';
 /**
  * Publishing: applications pub-0..pub-49, each with four webhooks (ids from 60,001, after the
  * seeded ones): two for every type, one for NEW_NFT among others, and one for another type only,
@@ -185,6 +187,40 @@ export function scenarioList({ tokens, newApps, platform }) {
         }),
       }),
     },
+    {
+      // 100 events of one application per request, each with its publisher id (a batch needs them).
+      name: 'publish batch (100)',
+      reference: 'floor',
+      min: 0.9,
+      expect: 202,
+      request: (n) => ({
+        method: 'POST',
+        path: EVENTS_PATH,
+        headers: json(platform),
+        body: JSON.stringify({
+          events: Array.from({ length: 100 }, (_, k) => ({
+            app_id: `pub-${n % PUBLISH_APPS}`,
+            type: 'NEW_NFT',
+            id: `batch-${n}-${k}`,
+            data: nftData(n * 100 + k),
+          })),
+        }),
+      }),
+    },
+    // Applications publishing at once: every request to one application's object, against the
+    // same load spread over eight applications (eight objects).
+    ...[1, 8].map((apps) => ({
+      name: `publish ${apps} app${apps === 1 ? '' : 's'}`,
+      reference: 'floor',
+      min: 0.9,
+      expect: 202,
+      request: (n) => ({
+        method: 'POST',
+        path: EVENT_PATH,
+        headers: json(platform),
+        body: JSON.stringify({ app_id: `pub-${n % apps}`, type: 'NEW_NFT', id: `apps${apps}-${n}`, data: nftData(n) }),
+      }),
+    })),
     {
       name: 'rejected token (PUT)',
       baseline: true,
