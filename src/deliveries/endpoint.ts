@@ -43,6 +43,9 @@ export class Endpoint extends DurableObject<CloudflareBindings> {
   private readonly schedule = newSchedule();
   /** The sending passes, one after another: never two at once. */
   private sending: Promise<void> = Promise.resolve();
+  /** A pass is under way: a handover then only says so (handedOver), and the pass comes back for it. */
+  private passing = false;
+  private handedOver = false;
   /** When the retention last ran in this instance (ms). */
   private purgedAt = 0;
 
@@ -57,7 +60,9 @@ export class Endpoint extends DurableObject<CloudflareBindings> {
       rememberWebhook(this.ctx.storage.sql, webhookId);
       return insertDeliveries(this.ctx.storage.sql, deliveries);
     });
-    if (added > 0) await this.wakeBy(Date.now());
+    if (added === 0) return;
+    if (this.passing) this.handedOver = true;
+    else await this.wakeBy(Date.now());
   }
 
   /** Deliveries moved from D1, with their attempts, each as it was; pending ones are sent when due. */
@@ -126,10 +131,19 @@ export class Endpoint extends DurableObject<CloudflareBindings> {
     await this.ctx.storage.setAlarm(Date.now() + (config.timeoutSeconds + 60) * 1000);
     const endpoint = { webhookId, storage: this.ctx.storage, schedule: this.schedule };
     let next: number | null = null;
-    for (let pass = 0; pass < PASSES_PER_ALARM; pass++) {
-      next = await sendDue(endpoint, this.env, config, (input, init) => fetch(input, init));
-      if (next === null || next > Date.now()) break;
+    this.passing = true;
+    this.handedOver = false;
+    try {
+      for (let pass = 0; pass < PASSES_PER_ALARM; pass++) {
+        next = await sendDue(endpoint, this.env, config, (input, init) => fetch(input, init));
+        if (next === null || next > Date.now()) break;
+      }
+    } finally {
+      this.passing = false;
     }
+    // Deliveries handed over during the passes may be due now (a handover after this sets the
+    // alarm itself).
+    if (this.handedOver) next = Date.now();
     const retention = this.retain(config.retentionDays);
     const wake = next === null ? retention : retention === null ? next : Math.min(next, retention);
     if (wake === null) await this.ctx.storage.deleteAlarm();

@@ -94,9 +94,14 @@ export async function sendDue(
   const dispatched = await dispatchAll(aes === null ? rows : allowed, { aes, origins, config, fetcher });
   const record = recordOf(dispatched, config, Date.now());
   recordDeliveries(storage, record.attempts, record.changes);
-  if (record.health.length > 0 || record.disable.length > 0) {
+  // D1 is written only when the webhook's health changes as it read a moment ago: healthy and
+  // failing now, failing and healthy now, or due to be disabled (the statements check again).
+  const since = webhook.failing_since;
+  const health = record.health.filter((h) => h.ok === (since !== null));
+  const disable = record.disable.filter((d) => d.gone || (since !== null && since <= d.cutoff));
+  if (health.length > 0 || disable.length > 0) {
     try {
-      await retryD1(() => env.DB.batch(healthStatements(env.DB, record.health, record.disable)));
+      await retryD1(() => env.DB.batch(healthStatements(env.DB, health, disable)));
     } catch (err) {
       // The next pass's attempts say it again.
       log('error', { msg: "could not record the webhook's health", webhook_id: webhookId }, err);

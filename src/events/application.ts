@@ -63,7 +63,8 @@ export class Application extends DurableObject<CloudflareBindings> {
   }
 
   override async alarm(): Promise<void> {
-    const handed = await this.handOver();
+    let handed = await this.handOver();
+    while (handed && !outboxEmpty(this.ctx.storage.sql)) handed = await this.handOver();
     const days = deliveryConfig(this.env).retentionDays;
     const rows = purgeEvents(this.ctx.storage, new Date(Date.now() - days * 86_400_000).toISOString(), PURGE_ROWS);
     if (rows > 0) log('info', { msg: 'expired events purged', rows });

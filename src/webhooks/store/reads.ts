@@ -56,13 +56,15 @@ export interface SendingRow {
   previous_secret: string | null;
   previous_secret_until: string | null;
   rate_limit: number | null;
+  /** The first failure since the last success (null while healthy). */
+  failing_since: string | null;
 }
 
 /** The webhook as sending needs it, or null when it is gone. */
 export function sendingRow(db: Db, webhookId: string): Promise<SendingRow | null> {
   return db
     .prepare(
-      `SELECT app_id, url, is_enabled, secret, previous_secret, previous_secret_until, rate_limit
+      `SELECT app_id, url, is_enabled, secret, previous_secret, previous_secret_until, rate_limit, failing_since
        FROM webhooks WHERE webhook_id = CAST(?1 AS INTEGER)`,
     )
     .bind(webhookId)
