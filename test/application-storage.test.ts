@@ -92,14 +92,22 @@ describe("an endpoint's object that cannot take its deliveries", () => {
   it("leaves them in the application's outbox, answers the publish, and its alarm hands them over later", async () => {
     const app = freshApp();
     const hook = await registerWebhook(app);
+    const other = await registerWebhook(app, { url: `https://${app}.example.com/other` });
     await runInDurableObject(endpointOf(hook.id), (instance: Endpoint) => {
       vi.spyOn(instance, 'enqueue').mockRejectedValue(new Error('overloaded'));
     });
 
     const res = await publish({ app_id: app, type: 'NEW_NFT', data: { n: 1 } });
     const { value } = await expectValue<{ event_id: string }>(res, 202);
-    expect(await applicationSql(app, 'SELECT COUNT(*) AS n FROM outbox')).toEqual([{ n: 1 }]);
+    // The other endpoint took its delivery; the outbox keeps only the one that failed.
+    const [left] = await applicationSql<{ event_id: string; targets: string }>(
+      app,
+      'SELECT event_id, targets FROM outbox',
+    );
+    expect(left?.event_id).toBe(value.event_id);
+    expect((JSON.parse(left!.targets) as string[][]).map(([, webhookId]) => webhookId)).toEqual([hook.id]);
     expect(await endpointSql(hook.id, 'SELECT COUNT(*) AS n FROM deliveries')).toEqual([{ n: 0 }]);
+    expect(await endpointSql(other.id, 'SELECT event_id FROM deliveries')).toEqual([{ event_id: value.event_id }]);
 
     vi.restoreAllMocks();
     const { requests } = receiver(() => new Response('ok'));
@@ -107,6 +115,8 @@ describe("an endpoint's object that cannot take its deliveries", () => {
     expect(await applicationSql(app, 'SELECT COUNT(*) AS n FROM outbox')).toEqual([{ n: 0 }]);
     expect(await endpointSql(hook.id, 'SELECT event_id FROM deliveries')).toEqual([{ event_id: value.event_id }]);
     await deliverDue(hook.id);
-    expect(requests.map((r) => r.headers['webhook-id'])).toEqual([value.event_id]);
+    expect(
+      requests.filter((r) => r.url === `https://${app}.example.com/hook`).map((r) => r.headers['webhook-id']),
+    ).toEqual([value.event_id]);
   });
 });

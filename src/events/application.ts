@@ -12,6 +12,7 @@ import {
   insertMovedEvents,
   type MovedEvent,
   migrateApplication,
+  type NewDelivery,
   oldestEvent,
   outbox,
   outboxEmpty,
@@ -23,8 +24,8 @@ import {
 
 /** How soon the alarm tries again a handover that failed (or never finished). */
 const HANDOVER_RETRY_MS = 5_000;
-/** Deliveries one handover takes from the outbox. */
-const HANDOVER_ROWS = 500;
+/** Events one handover takes from the outbox. */
+const HANDOVER_EVENTS = 200;
 const PURGE_ROWS = 1000;
 const HOUR_MS = 3_600_000;
 
@@ -46,8 +47,8 @@ export class Application extends DurableObject<CloudflareBindings> {
       await this.ctx.storage.setAlarm(Date.now() + HANDOVER_RETRY_MS);
     }
     const stored = this.ctx.storage.transactionSync(() => storeEvents(this.ctx.storage.sql, events, targets));
-    // Its own deliveries only: those of publishes under way are theirs to hand over.
-    const made = stored.flatMap((s) => s.deliveryIds);
+    // Its own events only: those of publishes under way are theirs to hand over.
+    const made = stored.filter((s) => s.deliveryIds.length > 0).map((s) => s.eventId);
     if (made.length > 0) await this.handOver(made);
     return stored;
   }
@@ -77,22 +78,29 @@ export class Application extends DurableObject<CloudflareBindings> {
   }
 
   /**
-   * Hands the outbox's deliveries (only `deliveryIds` when given) to their endpoints' objects;
-   * false when one could not be.
+   * Hands the outbox's deliveries (only those of `eventIds` when given) to their endpoints'
+   * objects, one call per webhook; false when one could not take them (they stay in the outbox).
    */
-  private async handOver(deliveryIds?: string[]): Promise<boolean> {
-    const byWebhook = outbox(this.ctx.storage.sql, deliveryIds?.length ?? HANDOVER_ROWS, deliveryIds);
-    const results = await Promise.allSettled(
+  private async handOver(eventIds?: string[]): Promise<boolean> {
+    const handovers = outbox(this.ctx.storage.sql, eventIds?.length ?? HANDOVER_EVENTS, eventIds);
+    const byWebhook = new Map<string, NewDelivery[]>();
+    for (const h of handovers) {
+      for (const [webhookId, deliveries] of h.byWebhook) {
+        byWebhook.set(webhookId, [...(byWebhook.get(webhookId) ?? []), ...deliveries]);
+      }
+    }
+    const failed = new Set<string>();
+    await Promise.all(
       [...byWebhook].map(async ([webhookId, deliveries]) => {
-        await this.env.ENDPOINTS.getByName(webhookId).enqueue(webhookId, deliveries);
-        handedOver(
-          this.ctx.storage.sql,
-          deliveries.map((d) => d.delivery_id),
-        );
+        try {
+          await this.env.ENDPOINTS.getByName(webhookId).enqueue(webhookId, deliveries);
+        } catch (err) {
+          failed.add(webhookId);
+          log('error', { msg: 'could not hand deliveries to their endpoint; retried', webhook_id: webhookId }, err);
+        }
       }),
     );
-    const failed = results.filter((r) => r.status === 'rejected');
-    for (const r of failed) log('error', { msg: 'could not hand deliveries to their endpoint; retried' }, r.reason);
-    return failed.length === 0;
+    this.ctx.storage.transactionSync(() => handedOver(this.ctx.storage.sql, handovers, failed));
+    return failed.size === 0;
   }
 }

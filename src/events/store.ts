@@ -1,7 +1,8 @@
 // An application's events, in its Durable Object's own SQLite database: every event it published
 // (its source key makes publishing idempotent), the index of its deliveries (which endpoint holds
-// each), and the outbox of deliveries not yet handed to their endpoints' objects. The bodies live
-// with the deliveries, in the endpoints' objects. Delivery ids are int64, as decimal text.
+// each), and the outbox of deliveries not yet handed to their endpoints' objects (one row per
+// event: its body once, and the deliveries still to hand over). The bodies live with the
+// deliveries, in the endpoints' objects. Delivery ids are int64, as decimal text.
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS events (
   event_id   TEXT PRIMARY KEY,
@@ -16,10 +17,10 @@ CREATE TABLE IF NOT EXISTS deliveries (
 );
 CREATE INDEX IF NOT EXISTS deliveries_by_age ON deliveries (created_at);
 CREATE TABLE IF NOT EXISTS outbox (
-  delivery_id INTEGER PRIMARY KEY,
-  webhook_id  TEXT    NOT NULL,
-  delivery    TEXT    NOT NULL
-);
+  event_id TEXT PRIMARY KEY,
+  event    TEXT NOT NULL,
+  targets  TEXT NOT NULL
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS ids (name TEXT PRIMARY KEY, last TEXT NOT NULL) WITHOUT ROWID;
 `;
 
@@ -102,10 +103,18 @@ export function storeEvents(sql: SqlStorage, events: EventToStore[], targets: st
       event.sourceKey,
       event.createdAt,
     );
-    const deliveryIds = (targets[i] ?? []).map((webhookId) => {
+    const handover: Target[] = (targets[i] ?? []).map((webhookId) => {
       lastId = nextDeliveryId(lastId, Date.now());
-      const delivery: NewDelivery = {
-        delivery_id: lastId,
+      sql.exec(
+        'INSERT INTO deliveries (delivery_id, webhook_id, created_at) VALUES (CAST(?1 AS INTEGER), ?2, ?3)',
+        lastId,
+        webhookId,
+        event.createdAt,
+      );
+      return [lastId, webhookId];
+    });
+    if (handover.length > 0) {
+      const body: Omit<NewDelivery, 'delivery_id'> = {
         event_id: event.eventId,
         message_id: event.messageId ?? event.eventId,
         app_id: event.appId,
@@ -114,20 +123,13 @@ export function storeEvents(sql: SqlStorage, events: EventToStore[], targets: st
         created_at: event.createdAt,
       };
       sql.exec(
-        'INSERT INTO deliveries (delivery_id, webhook_id, created_at) VALUES (CAST(?1 AS INTEGER), ?2, ?3)',
-        lastId,
-        webhookId,
-        event.createdAt,
+        'INSERT INTO outbox (event_id, event, targets) VALUES (?1, ?2, ?3)',
+        event.eventId,
+        JSON.stringify(body),
+        JSON.stringify(handover),
       );
-      sql.exec(
-        'INSERT INTO outbox (delivery_id, webhook_id, delivery) VALUES (CAST(?1 AS INTEGER), ?2, ?3)',
-        lastId,
-        webhookId,
-        JSON.stringify(delivery),
-      );
-      return lastId;
-    });
-    return { eventId: event.eventId, deliveryIds };
+    }
+    return { eventId: event.eventId, deliveryIds: handover.map(([id]) => id) };
   });
   if (lastId !== null) {
     sql.exec(
@@ -138,33 +140,54 @@ export function storeEvents(sql: SqlStorage, events: EventToStore[], targets: st
   return stored;
 }
 
-/**
- * Deliveries waiting to be handed to their endpoints' objects, by webhook, at most `limit`; only
- * those of `deliveryIds` when given (a publish hands over its own, the alarm all).
- */
-export function outbox(sql: SqlStorage, limit: number, deliveryIds?: string[]): Map<string, NewDelivery[]> {
-  const byWebhook = new Map<string, NewDelivery[]>();
-  const rows = sql
-    .exec<{ webhook_id: string; delivery: string }>(
-      `SELECT webhook_id, delivery FROM outbox
-       WHERE ?2 IS NULL OR delivery_id IN (SELECT CAST(value AS INTEGER) FROM json_each(?2))
-       ORDER BY delivery_id LIMIT ?1`,
-      limit,
-      deliveryIds === undefined ? null : JSON.stringify(deliveryIds),
-    )
-    .toArray();
-  for (const row of rows) {
-    byWebhook.set(row.webhook_id, [...(byWebhook.get(row.webhook_id) ?? []), JSON.parse(row.delivery) as NewDelivery]);
-  }
-  return byWebhook;
+/** A delivery still to hand over: its id and its webhook. */
+type Target = [deliveryId: string, webhookId: string];
+
+/** Events whose deliveries are not all handed over yet, with those deliveries. */
+export interface Handover {
+  eventId: string;
+  targets: Target[];
+  /** The deliveries to hand over, by webhook. */
+  byWebhook: Map<string, NewDelivery[]>;
 }
 
-/** Deliveries handed over: out of the outbox. */
-export function handedOver(sql: SqlStorage, deliveryIds: string[]): void {
-  sql.exec(
-    'DELETE FROM outbox WHERE delivery_id IN (SELECT CAST(value AS INTEGER) FROM json_each(?1))',
-    JSON.stringify(deliveryIds),
-  );
+/**
+ * The outbox: at most `limit` events with deliveries still to hand over, only those of `eventIds`
+ * when given (a publish hands over its own, the alarm all).
+ */
+export function outbox(sql: SqlStorage, limit: number, eventIds?: string[]): Handover[] {
+  return sql
+    .exec<{ event_id: string; event: string; targets: string }>(
+      `SELECT event_id, event, targets FROM outbox
+       WHERE ?2 IS NULL OR event_id IN (SELECT value FROM json_each(?2))
+       LIMIT ?1`,
+      limit,
+      eventIds === undefined ? null : JSON.stringify(eventIds),
+    )
+    .toArray()
+    .map((row) => {
+      const body = JSON.parse(row.event) as Omit<NewDelivery, 'delivery_id'>;
+      const targets = JSON.parse(row.targets) as Target[];
+      const byWebhook = new Map<string, NewDelivery[]>();
+      for (const [deliveryId, webhookId] of targets) {
+        byWebhook.set(webhookId, [...(byWebhook.get(webhookId) ?? []), { delivery_id: deliveryId, ...body }]);
+      }
+      return { eventId: row.event_id, targets, byWebhook };
+    });
+}
+
+/**
+ * What is left of the handovers once the webhooks of `failed` could not take theirs: an event
+ * with nothing left leaves the outbox, the others keep only those.
+ */
+export function handedOver(sql: SqlStorage, handovers: Handover[], failed: ReadonlySet<string>): void {
+  for (const h of handovers) {
+    const left = h.targets.filter(([, webhookId]) => failed.has(webhookId));
+    if (left.length === 0) sql.exec('DELETE FROM outbox WHERE event_id = ?1', h.eventId);
+    else if (left.length < h.targets.length) {
+      sql.exec('UPDATE outbox SET targets = ?2 WHERE event_id = ?1', h.eventId, JSON.stringify(left));
+    }
+  }
 }
 
 export const outboxEmpty = (sql: SqlStorage) =>
