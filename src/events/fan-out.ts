@@ -53,14 +53,14 @@ export async function readFanOut(db: Db, events: EventToStore[]): Promise<FanOut
 
 /** For each event, the webhooks it is delivered to: its application's whose types include its type (null: all). */
 function targetsOf(events: EventToStore[], subscribers: Subscriber[]): string[][] {
+  // Each webhook's types parsed once, whatever the number of events.
+  const byApp = new Map<string, { webhookId: string; types: Set<string> | null }[]>();
+  for (const s of subscribers) {
+    const types = s.event_types === null ? null : new Set(JSON.parse(s.event_types) as string[]);
+    byApp.set(s.app_id, [...(byApp.get(s.app_id) ?? []), { webhookId: s.webhook_id, types }]);
+  }
   return events.map((event) =>
-    subscribers
-      .filter(
-        (s) =>
-          s.app_id === event.appId &&
-          (s.event_types === null || (JSON.parse(s.event_types) as string[]).includes(event.type)),
-      )
-      .map((s) => s.webhook_id),
+    (byApp.get(event.appId) ?? []).filter((w) => w.types === null || w.types.has(event.type)).map((w) => w.webhookId),
   );
 }
 
