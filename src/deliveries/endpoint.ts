@@ -43,9 +43,9 @@ export class Endpoint extends DurableObject<CloudflareBindings> {
   private readonly schedule = newSchedule();
   /** The sending passes, one after another: never two at once. */
   private sending: Promise<void> = Promise.resolve();
-  /** A pass is under way: a handover then only says so (handedOver), and the pass comes back for it. */
+  /** A pass is under way: new work then only says so (`arrived`), and the pass comes back for it. */
   private passing = false;
-  private handedOver = false;
+  private arrived = false;
   /** When the retention last ran in this instance (ms). */
   private purgedAt = 0;
 
@@ -60,9 +60,7 @@ export class Endpoint extends DurableObject<CloudflareBindings> {
       rememberWebhook(this.ctx.storage.sql, webhookId);
       return insertDeliveries(this.ctx.storage.sql, deliveries);
     });
-    if (added === 0) return;
-    if (this.passing) this.handedOver = true;
-    else await this.wakeBy(Date.now());
+    if (added > 0) await this.workArrived(Date.now());
   }
 
   /** Deliveries moved from D1, with their attempts, each as it was; pending ones are sent when due. */
@@ -71,7 +69,7 @@ export class Endpoint extends DurableObject<CloudflareBindings> {
       rememberWebhook(this.ctx.storage.sql, webhookId);
       insertMoved(this.ctx.storage.sql, deliveries, attempts);
     });
-    await this.wakeBy(nextDue(this.ctx.storage.sql) ?? Date.now());
+    await this.workArrived(nextDue(this.ctx.storage.sql) ?? Date.now());
   }
 
   list(query: DeliveryPageQuery): Page<DeliveryRow> {
@@ -90,7 +88,7 @@ export class Endpoint extends DurableObject<CloudflareBindings> {
   /** Failed deliveries created in [since, until) attempted again, on a fresh schedule. Returns how many. */
   async recover(since: string, until: string, now: string): Promise<number> {
     const count = recoverDeliveries(this.ctx.storage.sql, since, until, now);
-    if (count > 0) await this.wakeBy(Date.now());
+    if (count > 0) await this.workArrived(Date.now());
     return count;
   }
 
@@ -109,8 +107,16 @@ export class Endpoint extends DurableObject<CloudflareBindings> {
     await this.deliverDue();
   }
 
-  /** Has the alarm ring no later than `at`. */
-  private async wakeBy(at: number): Promise<void> {
+  /**
+   * Deliveries became due by `at` (handed over, moved in, recovered): the alarm rings no later
+   * than that. While a pass is under way its end sets the alarm, so it is only told, and comes
+   * back for them: setting the alarm now would be overwritten by it.
+   */
+  private async workArrived(at: number): Promise<void> {
+    if (this.passing) {
+      this.arrived = true;
+      return;
+    }
     const current = await this.ctx.storage.getAlarm();
     if (current === null || current > at) await this.ctx.storage.setAlarm(at);
   }
@@ -132,7 +138,7 @@ export class Endpoint extends DurableObject<CloudflareBindings> {
     const endpoint = { webhookId, storage: this.ctx.storage, schedule: this.schedule };
     let next: number | null = null;
     this.passing = true;
-    this.handedOver = false;
+    this.arrived = false;
     try {
       for (let pass = 0; pass < PASSES_PER_ALARM; pass++) {
         next = await sendDue(endpoint, this.env, config, (input, init) => fetch(input, init));
@@ -141,9 +147,9 @@ export class Endpoint extends DurableObject<CloudflareBindings> {
     } finally {
       this.passing = false;
     }
-    // Deliveries handed over during the passes may be due now (a handover after this sets the
-    // alarm itself).
-    if (this.handedOver) next = Date.now();
+    // Work that arrived during the passes may be due now (what arrives after this sets the alarm
+    // itself).
+    if (this.arrived) next = Date.now();
     const retention = this.retain(config.retentionDays);
     const wake = next === null ? retention : retention === null ? next : Math.min(next, retention);
     if (wake === null) await this.ctx.storage.deleteAlarm();
