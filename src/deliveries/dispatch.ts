@@ -90,7 +90,7 @@ export async function prepareSigning(env: CloudflareBindings, due: DeliveryToAtt
 }
 
 async function provideLegacySecrets(env: CloudflareBindings, rows: DeliveryToAttempt[]): Promise<void> {
-  const legacy = [...new Set(rows.filter((r) => r.secret === null && r.url !== null).map((r) => r.webhook_id))];
+  const legacy = [...new Set(rows.filter((r) => r.secret === null).map((r) => r.webhook_id))];
   if (legacy.length === 0) return;
   const items = await Promise.all(
     legacy.map(async (webhookId) => ({ webhookId, sealed: (await sealedNewSecret(env)).sealed })),
@@ -175,7 +175,7 @@ async function dispatch(
   let url: string;
   try {
     // The URL rules may have tightened since it was registered: a refused URL is never requested.
-    url = webhookUrl(row.url as string, context.origins);
+    url = webhookUrl(row.url, context.origins);
   } catch (err) {
     if (!(err instanceof ApiFailure)) throw err;
     const result: AttemptResult = { status: null, error: 'url_refused', body: null, retryAfter: null, durationMs: 0 };

@@ -60,21 +60,20 @@ export async function sendDue(
     log('error', { msg: 'could not read the webhook; its deliveries wait', webhook_id: webhookId }, err);
     return now + STORAGE_WAIT_MS;
   }
+  // A webhook deleted or disabled since: its deliveries end, cancelled, without a request.
+  if (webhook === null || webhook.is_enabled !== 1) {
+    recordDeliveries(storage, [], due.map(cancelled));
+    return nextDue(storage.sql);
+  }
+  const { url, secret, previous_secret, previous_secret_until } = webhook;
   const rows: DeliveryToAttempt[] = due.map((d) => ({
     ...d,
     webhook_id: webhookId,
-    url: webhook?.url ?? null,
-    is_enabled: webhook?.is_enabled ?? null,
-    secret: webhook?.secret ?? null,
-    previous_secret: webhook?.previous_secret ?? null,
-    previous_secret_until: webhook?.previous_secret_until ?? null,
-    rate_limit: webhook?.rate_limit ?? null,
+    url,
+    secret,
+    previous_secret,
+    previous_secret_until,
   }));
-  // A webhook deleted or disabled since: its deliveries end, cancelled, without a request.
-  if (webhook === null || webhook.is_enabled !== 1) {
-    recordDeliveries(storage, [], rows.map(cancelled));
-    return nextDue(storage.sql);
-  }
   // Signing first: deliveries that cannot be signed now wait without using up the endpoint's rate.
   const aes = await prepareSigning(env, rows);
   // Each endpoint's rate: the service's, or the webhook's own rate_limit where it is lower. The

@@ -196,16 +196,14 @@ export interface DueDelivery {
   payload: string;
 }
 
-/** A due delivery with what its webhook (in D1) says about sending it. */
+/** A due delivery of an enabled webhook, with what the webhook (in D1) says about sending it. */
 export interface DeliveryToAttempt extends DueDelivery {
   webhook_id: string;
-  url: string | null;
-  is_enabled: number | null;
+  url: string;
+  /** The signing secrets, sealed; `secret` null for a webhook from before secrets, until it gets one. */
   secret: string | null;
   previous_secret: string | null;
   previous_secret_until: string | null;
-  /** The webhook's own limit of attempts a second (null: the service's). */
-  rate_limit: number | null;
 }
 
 /** Pending deliveries due by `until`, the longest waiting first, at most `limit`. */
