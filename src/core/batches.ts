@@ -19,3 +19,15 @@ export async function inBatches(
   }
   return total;
 }
+
+/** `items` grouped by `key`, each group in the order of `items`, the groups in order of first appearance. */
+export function groupBy<T>(items: Iterable<T>, key: (item: T) => string): Map<string, T[]> {
+  const groups = new Map<string, T[]>();
+  for (const item of items) {
+    const k = key(item);
+    const group = groups.get(k);
+    if (group === undefined) groups.set(k, [item]);
+    else group.push(item);
+  }
+  return groups;
+}

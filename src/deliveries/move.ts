@@ -4,6 +4,7 @@
 // no delivery in D1 refers to any more, then claims what is left. Every step can be repeated: the
 // objects keep what they have, D1 rows go only once the objects hold them.
 
+import { groupBy } from '../core/batches';
 import type { DeliveryConfig } from '../core/delivery-settings';
 import { retryD1 } from '../platform/d1';
 import {
@@ -18,12 +19,6 @@ import {
 /** Deliveries (and events) moved per run at most; claims per run at most. */
 const MOVE_ROWS = 2000;
 const CLAIM_ROWS = 5000;
-
-const groupBy = <T>(items: T[], key: (item: T) => string) => {
-  const groups = new Map<string, T[]>();
-  for (const item of items) groups.set(key(item), [...(groups.get(key(item)) ?? []), item]);
-  return groups;
-};
 
 /**
  * How long after its claim a delivery moves: a consumer batch of the release before that loaded it

@@ -4,6 +4,7 @@
 // event never loses a delivery. Each application's storage is its own: one that is full, or
 // failing, fails only its own publishes.
 import { DurableObject } from 'cloudflare:workers';
+import { groupBy } from '../core/batches';
 import { deliveryConfig } from '../core/delivery-settings';
 import { log } from '../core/log';
 import {
@@ -12,7 +13,6 @@ import {
   insertMovedEvents,
   type MovedEvent,
   migrateApplication,
-  type NewDelivery,
   oldestEvent,
   outbox,
   outboxEmpty,
@@ -83,17 +83,18 @@ export class Application extends DurableObject<CloudflareBindings> {
    */
   private async handOver(eventIds?: string[]): Promise<boolean> {
     const handovers = outbox(this.ctx.storage.sql, eventIds?.length ?? HANDOVER_EVENTS, eventIds);
-    const byWebhook = new Map<string, NewDelivery[]>();
-    for (const h of handovers) {
-      for (const [webhookId, deliveries] of h.byWebhook) {
-        byWebhook.set(webhookId, [...(byWebhook.get(webhookId) ?? []), ...deliveries]);
-      }
-    }
+    const byWebhook = groupBy(
+      handovers.flatMap((h) => h.deliveries),
+      (d) => d.webhookId,
+    );
     const failed = new Set<string>();
     await Promise.all(
       [...byWebhook].map(async ([webhookId, deliveries]) => {
         try {
-          await this.env.ENDPOINTS.getByName(webhookId).enqueue(webhookId, deliveries);
+          await this.env.ENDPOINTS.getByName(webhookId).enqueue(
+            webhookId,
+            deliveries.map((d) => d.delivery),
+          );
         } catch (err) {
           failed.add(webhookId);
           log('error', { msg: 'could not hand deliveries to their endpoint; retried', webhook_id: webhookId }, err);

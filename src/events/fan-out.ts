@@ -3,6 +3,7 @@
 // key, while the move to the objects is not over), then one call per application to its object,
 // which stores the events and their deliveries. Applications' objects are called side by side;
 // each stores its events or none.
+import { groupBy } from '../core/batches';
 import type { Db } from '../platform/d1';
 import { inObject } from '../platform/objects';
 import type { EventToStore, StoredEvent } from './store';
@@ -54,11 +55,14 @@ export async function readFanOut(db: Db, events: EventToStore[]): Promise<FanOut
 /** For each event, the webhooks it is delivered to: its application's whose types include its type (null: all). */
 function targetsOf(events: EventToStore[], subscribers: Subscriber[]): string[][] {
   // Each webhook's types parsed once, whatever the number of events.
-  const byApp = new Map<string, { webhookId: string; types: Set<string> | null }[]>();
-  for (const s of subscribers) {
-    const types = s.event_types === null ? null : new Set(JSON.parse(s.event_types) as string[]);
-    byApp.set(s.app_id, [...(byApp.get(s.app_id) ?? []), { webhookId: s.webhook_id, types }]);
-  }
+  const byApp = groupBy(
+    subscribers.map((s) => ({
+      appId: s.app_id,
+      webhookId: s.webhook_id,
+      types: s.event_types === null ? null : new Set(JSON.parse(s.event_types) as string[]),
+    })),
+    (w) => w.appId,
+  );
   return events.map((event) =>
     (byApp.get(event.appId) ?? []).filter((w) => w.types === null || w.types.has(event.type)).map((w) => w.webhookId),
   );
@@ -99,10 +103,12 @@ export async function storeAtApplications(
   targets: string[][],
 ): Promise<StoredEvent[]> {
   const results: StoredEvent[] = new Array(events.length);
-  const apps = [...new Set(events.map((e) => e.appId))];
+  const byApp = groupBy(
+    events.map((_, i) => i),
+    (i) => (events[i] as EventToStore).appId,
+  );
   await Promise.all(
-    apps.map(async (appId) => {
-      const mine = events.flatMap((e, i) => (e.appId === appId ? [i] : []));
+    [...byApp].map(async ([appId, mine]) => {
       const stored = await inObject(() =>
         env.APPLICATIONS.getByName(appId).publish(
           mine.map((i) => events[i] as EventToStore),

@@ -143,12 +143,10 @@ export function storeEvents(sql: SqlStorage, events: EventToStore[], targets: st
 /** A delivery still to hand over: its id and its webhook. */
 type Target = [deliveryId: string, webhookId: string];
 
-/** Events whose deliveries are not all handed over yet, with those deliveries. */
+/** An event whose deliveries are not all handed over yet, with those deliveries. */
 export interface Handover {
   eventId: string;
-  targets: Target[];
-  /** The deliveries to hand over, by webhook. */
-  byWebhook: Map<string, NewDelivery[]>;
+  deliveries: { webhookId: string; delivery: NewDelivery }[];
 }
 
 /**
@@ -168,11 +166,8 @@ export function outbox(sql: SqlStorage, limit: number, eventIds?: string[]): Han
     .map((row) => {
       const body = JSON.parse(row.event) as Omit<NewDelivery, 'delivery_id'>;
       const targets = JSON.parse(row.targets) as Target[];
-      const byWebhook = new Map<string, NewDelivery[]>();
-      for (const [deliveryId, webhookId] of targets) {
-        byWebhook.set(webhookId, [...(byWebhook.get(webhookId) ?? []), { delivery_id: deliveryId, ...body }]);
-      }
-      return { eventId: row.event_id, targets, byWebhook };
+      const deliveries = targets.map(([id, webhookId]) => ({ webhookId, delivery: { delivery_id: id, ...body } }));
+      return { eventId: row.event_id, deliveries };
     });
 }
 
@@ -182,9 +177,11 @@ export function outbox(sql: SqlStorage, limit: number, eventIds?: string[]): Han
  */
 export function handedOver(sql: SqlStorage, handovers: Handover[], failed: ReadonlySet<string>): void {
   for (const h of handovers) {
-    const left = h.targets.filter(([, webhookId]) => failed.has(webhookId));
+    const left: Target[] = h.deliveries
+      .filter((d) => failed.has(d.webhookId))
+      .map((d) => [d.delivery.delivery_id, d.webhookId]);
     if (left.length === 0) sql.exec('DELETE FROM outbox WHERE event_id = ?1', h.eventId);
-    else if (left.length < h.targets.length) {
+    else if (left.length < h.deliveries.length) {
       sql.exec('UPDATE outbox SET targets = ?2 WHERE event_id = ?1', h.eventId, JSON.stringify(left));
     }
   }
