@@ -4,9 +4,9 @@ import { DELIVERY_CURSOR } from '../core/pages';
 import type { AppEnv } from '../http/app-env';
 import { badInput, notFound, success } from '../http/envelope';
 import { cursorParam, idParam, limitParam, queryOf, single } from '../http/params';
-import { sessionStart, withD1 } from '../http/storage';
+import { sessionStart } from '../http/storage';
 import { inObject } from '../platform/objects';
-import { webhookState } from '../webhooks/store/reads';
+import { ownedEndpoint } from './owned';
 import { deliveryJson, deliveryPageJson } from './representation';
 import type { DeliveryPageQuery } from './store/endpoint';
 
@@ -55,7 +55,7 @@ export async function readDeliveries(c: Context<AppEnv>): Promise<Response> {
   c.set('webhookId', webhookId);
   const page = deliveryPageQuery(query);
   const start = sessionStart(c.req.header('x-d1-bookmark'));
-  if ((await withD1(c, start, (db) => webhookState(db, webhookId, appId))) === null) throw notFound();
-  const found = await inObject(() => c.env.ENDPOINTS.getByName(webhookId).list(page));
+  const endpoint = await ownedEndpoint(c, webhookId, { start });
+  const found = await inObject(() => endpoint.list(page));
   return success(c, { value: deliveryPageJson(found.rows, found.next) });
 }

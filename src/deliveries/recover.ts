@@ -2,11 +2,10 @@ import type { Context } from 'hono';
 import { deliveryConfig } from '../core/delivery-settings';
 import type { AppEnv } from '../http/app-env';
 import { jsonObject, readJsonBody } from '../http/body';
-import { badInput, conflict, notFound, success } from '../http/envelope';
+import { badInput, success } from '../http/envelope';
 import { idField } from '../http/params';
-import { withD1 } from '../http/storage';
 import { inObject } from '../platform/objects';
-import { webhookState } from '../webhooks/store/reads';
+import { ownedEndpoint } from './owned';
 
 // ISO 8601 date and time with a time zone: 2026-11-23T14:05:35Z, 2026-11-23T14:05:35.951+01:00.
 const ISO_8601 = /^(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d)(?::(\d\d)(?:\.\d{1,9})?)?(?:Z|[+-](\d\d):?(\d\d))$/i;
@@ -53,9 +52,7 @@ export async function recover(c: Context<AppEnv>): Promise<Response> {
   if (until <= since) throw badInput('until must be after since');
   c.set('webhookId', webhookId);
   const iso = (ms: number) => new Date(ms).toISOString();
-  const state = await withD1(c, 'first-primary', (db) => webhookState(db, webhookId, c.get('appId')));
-  if (state === null) throw notFound();
-  if (!state.enabled) throw conflict('the webhook is disabled');
-  const count = await inObject(() => c.env.ENDPOINTS.getByName(webhookId).recover(iso(since), iso(until), iso(now)));
+  const endpoint = await ownedEndpoint(c, webhookId, { enabled: true });
+  const count = await inObject(() => endpoint.recover(iso(since), iso(until), iso(now)));
   return success(c, { status: 202, value: `{"deliveries":${count}}` });
 }

@@ -3,11 +3,10 @@ import { newEventId } from '../events/event';
 import { storeAtApplications } from '../events/fan-out';
 import type { AppEnv } from '../http/app-env';
 import { jsonObject, readJsonBody } from '../http/body';
-import { conflict, notFound, success } from '../http/envelope';
+import { notFound, success } from '../http/envelope';
 import { idField } from '../http/params';
-import { withD1 } from '../http/storage';
 import { inObject } from '../platform/objects';
-import { webhookState } from '../webhooks/store/reads';
+import { ownedEndpoint } from './owned';
 
 /**
  * POST /v1.0/app/nft/webhook/delivery/resend {"delivery_id"}: a new delivery of the same event to
@@ -22,10 +21,8 @@ export async function resend(c: Context<AppEnv>): Promise<Response> {
   const missing = () => notFound('no such delivery for this application');
   const webhookId = await inObject(() => c.env.APPLICATIONS.getByName(appId).locate(deliveryId));
   if (webhookId === null) throw missing();
-  const state = await withD1(c, 'first-primary', (db) => webhookState(db, webhookId, appId));
-  if (state === null) throw missing();
-  if (!state.enabled) throw conflict('the webhook is disabled');
-  const original = await inObject(() => c.env.ENDPOINTS.getByName(webhookId).eventOf(deliveryId, appId));
+  const endpoint = await ownedEndpoint(c, webhookId, { enabled: true, missing });
+  const original = await inObject(() => endpoint.eventOf(deliveryId, appId));
   if (original === null) throw missing();
   const eventId = newEventId();
   const createdAt = new Date().toISOString();

@@ -1,10 +1,10 @@
 import type { Context } from 'hono';
 import type { AppEnv } from '../http/app-env';
-import { notFound, success } from '../http/envelope';
+import { success } from '../http/envelope';
 import { idParam, queryOf } from '../http/params';
-import { sessionStart, withD1 } from '../http/storage';
+import { sessionStart } from '../http/storage';
 import { inObject } from '../platform/objects';
-import { webhookState } from '../webhooks/store/reads';
+import { ownedEndpoint } from './owned';
 import type { HourCounts } from './store/endpoint';
 
 const HOUR_MS = 3_600_000;
@@ -51,7 +51,7 @@ export async function readStats(c: Context<AppEnv>): Promise<Response> {
   const start = sessionStart(c.req.header('x-d1-bookmark'));
   const now = Date.now();
   const since = hourOf(now - 167 * HOUR_MS);
-  if ((await withD1(c, start, (db) => webhookState(db, webhookId, c.get('appId')))) === null) throw notFound();
-  const rows = await inObject(() => c.env.ENDPOINTS.getByName(webhookId).stats(since));
+  const endpoint = await ownedEndpoint(c, webhookId, { start });
+  const rows = await inObject(() => endpoint.stats(since));
   return success(c, { value: statsJson(webhookId, rows, now) });
 }

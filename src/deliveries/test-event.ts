@@ -5,10 +5,9 @@ import { eventToStore } from '../events/event';
 import { storeAtApplications } from '../events/fan-out';
 import type { AppEnv } from '../http/app-env';
 import { jsonObject, readJsonBody } from '../http/body';
-import { badInput, conflict, notFound, success } from '../http/envelope';
+import { badInput, success } from '../http/envelope';
 import { idField } from '../http/params';
-import { withD1 } from '../http/storage';
-import { webhookState } from '../webhooks/store/reads';
+import { ownedEndpoint } from './owned';
 
 /** The type of a test event when the request names none. */
 export const TEST_EVENT_TYPE = 'webhook.test';
@@ -25,11 +24,8 @@ export async function sendTestEvent(c: Context<AppEnv>): Promise<Response> {
   const webhookId = idField(raw);
   if (!isEventType(type)) throw badInput('type must be 1 to 64 letters, digits, _ or .');
   c.set('webhookId', webhookId);
-  const appId = c.get('appId');
-  const state = await withD1(c, 'first-primary', (db) => webhookState(db, webhookId, appId));
-  if (state === null) throw notFound();
-  if (!state.enabled) throw conflict('the webhook is disabled');
-  const event = eventToStore({ appId, type, data: '{}' }, null);
+  await ownedEndpoint(c, webhookId, { enabled: true });
+  const event = eventToStore({ appId: c.get('appId'), type, data: '{}' }, null);
   const [stored] = await storeAtApplications(c.env, [event], [[webhookId]]);
   c.set('eventId', event.eventId);
   return success(c, {
