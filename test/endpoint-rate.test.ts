@@ -4,6 +4,7 @@ import { deliveryConfig } from '../src/core/delivery-settings';
 import { admit, newSchedule, type SendSchedule } from '../src/core/send-rate';
 import { sendDue } from '../src/deliveries/send';
 import { insertDeliveries, rememberWebhook } from '../src/deliveries/store/endpoint';
+import { allowedOrigins } from '../src/webhooks/url';
 import { deliverDue, endpointOf, storedAttempts } from './helpers/objects';
 import { receiver } from './helpers/receiver';
 import { registerWebhook } from './helpers/requests';
@@ -54,7 +55,7 @@ function pass(webhookId: string, settings: Record<string, string> = {}): Promise
     return sendDue(
       { webhookId, storage: state.storage, schedule: scheduleOf(instance) },
       bindings,
-      deliveryConfig(bindings),
+      { config: deliveryConfig(bindings), origins: allowedOrigins(bindings) },
       (input, init) => fetch(input, init),
     );
   });

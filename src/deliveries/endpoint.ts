@@ -3,13 +3,14 @@
 // sending passes at the endpoint's own rate; alarms survive restarts and deploys, so a pending
 // delivery is resumed by the object itself. A slow or dead endpoint holds only its own object.
 import { DurableObject } from 'cloudflare:workers';
-import { type DeliveryConfig, deliveryConfig } from '../core/delivery-settings';
+import { deliveryConfig } from '../core/delivery-settings';
 import { ConfigError, describeFailure } from '../core/errors';
 import { log } from '../core/log';
 import type { Page } from '../core/pages';
 import { newSchedule } from '../core/send-rate';
+import { allowedOrigins } from '../webhooks/url';
 import { WAIT_SECONDS } from './schedule';
-import { sendDue } from './send';
+import { type SendSettings, sendDue } from './send';
 import {
   type AttemptRecord,
   type AttemptRow,
@@ -124,9 +125,9 @@ export class Endpoint extends DurableObject<CloudflareBindings> {
   private async send(): Promise<void> {
     const webhookId = endpointWebhook(this.ctx.storage.sql);
     if (webhookId === null) return;
-    let config: DeliveryConfig;
+    let settings: SendSettings;
     try {
-      config = deliveryConfig(this.env);
+      settings = { config: deliveryConfig(this.env), origins: allowedOrigins(this.env) };
     } catch (err) {
       if (!(err instanceof ConfigError)) throw err;
       log('error', { msg: `${describeFailure(err)}; deliveries wait`, webhook_id: webhookId });
@@ -134,6 +135,7 @@ export class Endpoint extends DurableObject<CloudflareBindings> {
       return;
     }
     // Should this pass die with its requests in flight, the alarm comes back for them.
+    const { config } = settings;
     await this.ctx.storage.setAlarm(Date.now() + (config.timeoutSeconds + 60) * 1000);
     const endpoint = { webhookId, storage: this.ctx.storage, schedule: this.schedule };
     let next: number | null = null;
@@ -141,7 +143,7 @@ export class Endpoint extends DurableObject<CloudflareBindings> {
     this.arrived = false;
     try {
       for (let pass = 0; pass < PASSES_PER_ALARM; pass++) {
-        next = await sendDue(endpoint, this.env, config, (input, init) => fetch(input, init));
+        next = await sendDue(endpoint, this.env, settings, (input, init) => fetch(input, init));
         if (next === null || next > Date.now()) break;
       }
     } finally {

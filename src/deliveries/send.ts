@@ -4,16 +4,14 @@
 // endpoint's object waits on its requests, so a slow endpoint holds back no other.
 
 import type { DeliveryConfig } from '../core/delivery-settings';
-import { ConfigError, describeFailure } from '../core/errors';
 import { log } from '../core/log';
 import { admit, forgetStale, type SendSchedule } from '../core/send-rate';
 import { retryD1 } from '../platform/d1';
 import { healthStatements } from '../webhooks/store/health';
 import { type SendingRow, sendingRow } from '../webhooks/store/reads';
-import { allowedOrigins } from '../webhooks/url';
 import { dispatchAll, prepareSigning } from './dispatch';
 import { recordOf } from './record';
-import { cancelled, WAIT_SECONDS } from './schedule';
+import { cancelled } from './schedule';
 import { type DeliveryToAttempt, dueDeliveries, nextDue, recordDeliveries } from './store/endpoint';
 
 /** Due deliveries one pass looks at. */
@@ -31,26 +29,27 @@ export interface EndpointState {
 }
 
 /**
- * One pass over the endpoint's due deliveries, with the delivery settings `config` (checked by the
- * caller). Returns when the object should send again (ms; null: nothing is pending): at once
- * when more are due, at a held delivery's slot, or when the next one is due.
+ * What a pass sends with, checked by its caller (its object waits while either is invalid): the
+ * delivery settings, and the origins exempt from the URL rules (WEBHOOK_URL_ALLOWED_ORIGINS).
+ */
+export interface SendSettings {
+  config: DeliveryConfig;
+  origins: ReadonlySet<string>;
+}
+
+/**
+ * One pass over the endpoint's due deliveries. Returns when the object should send again (ms;
+ * null: nothing is pending): at once when more are due, at a held delivery's slot, or when the
+ * next one is due.
  */
 export async function sendDue(
   endpoint: EndpointState,
   env: CloudflareBindings,
-  config: DeliveryConfig,
+  { config, origins }: SendSettings,
   fetcher: typeof fetch,
 ): Promise<number | null> {
   const { storage, webhookId } = endpoint;
   const now = Date.now();
-  let origins: ReadonlySet<string>;
-  try {
-    origins = allowedOrigins(env);
-  } catch (err) {
-    if (!(err instanceof ConfigError)) throw err;
-    log('error', { msg: `${describeFailure(err)}; deliveries wait`, webhook_id: webhookId });
-    return now + WAIT_SECONDS * 1000;
-  }
   const due = dueDeliveries(storage.sql, iso(now), PASS_DELIVERIES);
   if (due.length === 0) return nextDue(storage.sql);
   let webhook: SendingRow | null;
