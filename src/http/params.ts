@@ -3,6 +3,7 @@
 import { MAX_ENDPOINT_RATE } from '../core/delivery-settings';
 import { digitsOnly, idRange, parseId } from '../core/int64';
 import { parseCursor } from '../core/pages';
+import { isWellFormed } from '../core/text';
 import { NumberText } from './body';
 import { badInput } from './envelope';
 import { withoutOws } from './headers';
@@ -97,9 +98,13 @@ export function parseIdempotencyKey(header: string): string | null {
 /** Longest webhook description, in characters. */
 export const MAX_DESCRIPTION_LENGTH = 256;
 
-/** A webhook's `description` field: a string of at most 256 characters, or null; 400 otherwise. */
+/**
+ * A webhook's `description` field: a string of at most 256 characters (Unicode code points), or
+ * null; 400 otherwise, and for a string with a lone surrogate (see isWellFormed).
+ */
 export function descriptionField(value: unknown): string | null {
   if (value === null) return null;
+  if (typeof value === 'string' && !isWellFormed(value)) throw badInput('description must be well-formed Unicode');
   if (typeof value !== 'string' || [...value].length > MAX_DESCRIPTION_LENGTH) {
     throw badInput(`description must be null or a string of at most ${MAX_DESCRIPTION_LENGTH} characters`);
   }
