@@ -1,7 +1,8 @@
 // The portal's links in a real browser (the vitest project `browser`, as test/http/portal.test.ts):
 // a second link opened in a tab that shows the portal, a link whose fragment cannot be read, a
-// read-only link however its scopes are written, and the application named by the claim the
-// service reads (JWT_APP_CLAIM, on a Worker of this test's own).
+// read-only link however its scopes are written, the portal's headers on its 404 and 405 over
+// real HTTP, and the application named by the claim the service reads (JWT_APP_CLAIM, on a Worker
+// of this test's own).
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -138,6 +139,23 @@ describe('portal links in a browser', () => {
       expect(await page.getByRole('button', { name, exact: true }).count(), name).toBe(0);
     }
     expect(errors).toEqual([]);
+  });
+});
+
+describe('the portal headers on every reply under /portal (wrangler dev)', () => {
+  it.each([
+    ['GET', '/portal/nope', 404],
+    ['GET', '/portal/endpoints/0', 404],
+    ['POST', '/portal/', 405],
+    ['DELETE', '/portal/endpoints/1', 405],
+    ['OPTIONS', '/portal', 405],
+  ])('%s %s (%i) carries the CSP, Referrer-Policy and nosniff', async (method, path, status) => {
+    const res = await fetch(`${base}${path}`, { method, redirect: 'manual' });
+    expect(res.status).toBe(status);
+    expect(res.headers.get('content-security-policy')).toMatch(/^default-src 'self';.*frame-ancestors 'none'/);
+    expect(res.headers.get('referrer-policy')).toBe('no-referrer');
+    expect(res.headers.get('x-content-type-options')).toBe('nosniff');
+    expect(await res.json()).toMatchObject({ return: status });
   });
 });
 
