@@ -98,6 +98,13 @@ const server = createServer((req, res) => {
     setTimeout(() => res.writeHead(status).end(), delay * 1000);
   });
 });
+// Started in the background by `npm run receiver ... &`, it stops with the npm that started it
+// (`kill $RECEIVER`): npm does not pass the signal on, and the receiver would keep the port.
+const parent = process.ppid;
+setInterval(() => {
+  if (process.ppid !== parent) process.exit(0);
+}, 250).unref();
+
 server.listen(port, '127.0.0.1', () => {
   const after = delay > 0 ? ` after ${delay} s` : '';
   console.log(`Receiver listening on http://127.0.0.1:${port} (answers ${status}${after}); Ctrl-C to stop.`);
