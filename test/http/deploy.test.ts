@@ -453,7 +453,11 @@ describe('npm run deploy and the key set that seals signing secrets', () => {
   });
 
   it.each([
-    ['an entry without an id', `${key(1)}`, 'an entry is not "<id>:<base64 of 32 bytes>" (ids: 1 to 32 letters, digits, _ or -)'],
+    [
+      'an entry without an id',
+      `${key(1)}`,
+      'an entry is not "<id>:<base64 of 32 bytes>" (ids: 1 to 32 letters, digits, _ or -)',
+    ],
     ['a short key', `k1:${Buffer.alloc(16).toString('base64')}`, 'key k1 is not the base64 of 32 bytes'],
     ['an id named twice', `k1:${key(1)} k1:${key(2)}`, 'key k1 is named twice'],
   ])('refuses a passed WEBHOOK_SECRET_KEYS with %s before any wrangler call', (_, keys, problem) => {
