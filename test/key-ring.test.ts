@@ -5,11 +5,20 @@ import { createScheduledController, env, runInDurableObject } from 'cloudflare:t
 import { Webhook as StandardWebhook } from 'standardwebhooks';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import worker from '../src/index';
-import { openSecret, sealSecret, secretKeys } from '../src/webhooks/secrets';
+import { openSecret, sealedPrefix, sealSecret, secretKeys } from '../src/webhooks/secrets';
+import { storeResealed, webhooksSealedWith } from '../src/webhooks/store/sealed';
 import { deliverDue, endpointOf, storedAttempts, storedDelivery } from './helpers/objects';
 import { type Received, receiver } from './helpers/receiver';
 import { expectCreateFail, expectSecretFail, expectValue, SECRET } from './helpers/replies';
-import { fetchAndWait, post, postRequest, publishEvent, registerWebhook, secretRequest } from './helpers/requests';
+import {
+  fetchAndWait,
+  post,
+  postJson,
+  postRequest,
+  publishEvent,
+  registerWebhook,
+  secretRequest,
+} from './helpers/requests';
 import { bearer, freshApp, tokenFor } from './helpers/tokens';
 
 const OLD = env.WEBHOOK_SECRET_KEY as string;
@@ -269,6 +278,30 @@ describe('the Cron Trigger re-seals every stored secret after a new key is put f
     await everyDeliverySigned();
     expect(resealedRows(await cronRun(NEW_ONLY))).toBe(0);
   }, 60_000);
+
+  it('never overwrites a secret rotated between its read and its write: the next run re-seals the new one', async () => {
+    const app = freshApp();
+    const hook = await registerWebhook(app);
+    const ring = await ringOf(RING);
+    const [read] = (await webhooksSealedWith(env.DB, [sealedPrefix('default')], 10_000)).filter(
+      (w) => w.id === hook.id,
+    );
+    expect(read).toBeDefined();
+    // A rotation lands meanwhile (sealed with the new key, the old secret now previous).
+    const { res } = await postJson('secret', { webhook_id: hook.id }, bearer(await tokenFor(app)), RING);
+    const rotated = (await expectValue<{ secret: string }>(res)).value.secret;
+    const after = (await storedSecret(hook.id))!;
+    const stale = { id: hook.id, secret: await sealSecret(ring, hook.secret), previous_secret: null };
+    expect(await storeResealed(env.DB, [{ was: read!, now: stale }], [])).toBe(0);
+    expect(await storedSecret(hook.id)).toEqual(after);
+    expect(await openSecret(ring, after.secret)).toBe(rotated);
+    // The next run re-seals what is there now: the previous secret, sealed with the old key.
+    await cronRun(RING);
+    const now = (await storedSecret(hook.id))!;
+    expect(now.secret).toBe(after.secret);
+    expect(now.previous_secret).toMatch(/^v2\.2026-11\./);
+    expect(await openSecret(ring, now.previous_secret!)).toBe(hook.secret);
+  });
 
   it("re-seals an Idempotency-Key's secret too: its replay shows the same secret once the old key is gone", async () => {
     const app = freshApp();
