@@ -99,7 +99,8 @@ const server = createServer((req, res) => {
   });
 });
 // Started in the background by `npm run receiver ... &`, it stops with the npm that started it
-// (`kill $RECEIVER`): npm does not pass the signal on, and the receiver would keep the port.
+// (`kill $RECEIVER`): npm does not pass the signal on, and the receiver would keep the port. (The
+// script `exec`s node, so that npm, not a shell in between, is its parent.)
 const parent = process.ppid;
 setInterval(() => {
   if (process.ppid !== parent) process.exit(0);

@@ -217,6 +217,9 @@ describe('the README walkthrough', () => {
         `${line}\n${parts[0]}`,
       ).toBe(true);
     expect(output).not.toContain('REFUSED');
+    // `kill $RECEIVER` (the npm that started it) stopped the receiver itself: the port is free again.
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    expect(await portBusy(README_RECEIVER_PORT)).toBe(false);
     // The last block enabled the webhook the 410 disabled, and recovered its failed deliveries.
     expect(parts[3]).toMatch(/HTTP\/1\.1 200 OK[\s\S]*"value":\{"deliveries":[1-9]/);
   }, 150_000);
