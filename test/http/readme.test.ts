@@ -184,7 +184,7 @@ describe('the README walkthrough', () => {
       );
     }
     // One shell, as one terminal: each block whole, a marker after each; the receiver stopped at the end.
-    const script = `${blocks.map((b, i) => `${b}\necho "=== block ${i + 1} ==="`).join('\n')}\nkill $RECEIVER`;
+    const script = `${blocks.map((b, i) => `${b}\necho "=== block ${i + 1} ==="`).join('\n')}\nkill $RECEIVER\necho "VARS $WEBHOOK $TOKEN"`;
     const started = Date.now();
     receiver = spawn('bash', ['-c', script.replaceAll('http://localhost:8787', base)], {
       cwd: root,
@@ -220,6 +220,18 @@ describe('the README walkthrough', () => {
     // `kill $RECEIVER` (the npm that started it) stopped the receiver itself: the port is free again.
     await new Promise((resolve) => setTimeout(resolve, 1000));
     expect(await portBusy(README_RECEIVER_PORT)).toBe(false);
+    // "Publishing `mint-1` again answers the same `event_id` and delivers nothing twice."
+    const [, webhook = '', token = ''] = /^VARS (\d+) (\S+)$/m.exec(output) ?? [];
+    const publish = first.slice(first.indexOf('PLATFORM=$('), first.indexOf('# HTTP/1.1 202'));
+    const eventIds = [...(parts[0] as string).matchAll(/"value":\{"event_id":"(evt_[0-9a-f]+)"\}/g)].map((m) => m[1]);
+    expect(eventIds).toHaveLength(1);
+    expect(bash(publish.replaceAll('http://localhost:8787', base))).toContain(`{"event_id":"${eventIds[0]}"}`);
+    const log = JSON.parse(
+      bash(
+        `curl -s "${base}/v1.0/app/nft/webhook/delivery?webhook_id=${webhook}&limit=100" -H "Authorization: Bearer ${token}"`,
+      ),
+    );
+    expect(log.value.deliveries.filter((d: { type: string }) => d.type === 'NEW_NFT')).toHaveLength(1);
     // The last block enabled the webhook the 410 disabled, and recovered its failed deliveries.
     expect(parts[3]).toMatch(/HTTP\/1\.1 200 OK[\s\S]*"value":\{"deliveries":[1-9]/);
   }, 150_000);
