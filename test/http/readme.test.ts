@@ -184,7 +184,7 @@ describe('the README walkthrough', () => {
       );
     }
     // One shell, as one terminal: each block whole, a marker after each; the receiver stopped at the end.
-    const script = `${blocks.map((b, i) => `${b}\necho "=== block ${i + 1} ==="`).join('\n')}\nkill $RECEIVER\necho "VARS $WEBHOOK $TOKEN"`;
+    const script = `${blocks.map((b, i) => `${b}\necho "=== block ${i + 1} ==="`).join('\n')}\nkill $RECEIVER\necho "VARS $WEBHOOK $TOKEN $MINT"`;
     const started = Date.now();
     receiver = spawn('bash', ['-c', script.replaceAll('http://localhost:8787', base)], {
       cwd: root,
@@ -220,12 +220,23 @@ describe('the README walkthrough', () => {
     // `kill $RECEIVER` (the npm that started it) stopped the receiver itself: the port is free again.
     await new Promise((resolve) => setTimeout(resolve, 1000));
     expect(await portBusy(README_RECEIVER_PORT)).toBe(false);
-    // "Publishing `mint-1` again answers the same `event_id` and delivers nothing twice."
-    const [, webhook = '', token = ''] = /^VARS (\d+) (\S+)$/m.exec(output) ?? [];
-    const publish = first.slice(first.indexOf('PLATFORM=$('), first.indexOf('# HTTP/1.1 202'));
+    // "Publishing the same `id` (`$MINT`) again answers the same `event_id` and delivers nothing twice."
+    const [, webhook = '', token = '', mint = ''] = /^VARS (\d+) (\S+) (\S+)$/m.exec(output) ?? [];
+    const publish = first.slice(
+      first.indexOf('curl -i -X POST http://localhost:8787/v1.0/platform'),
+      first.indexOf('# HTTP/1.1 202'),
+    );
     const eventIds = [...(parts[0] as string).matchAll(/"value":\{"event_id":"(evt_[0-9a-f]+)"\}/g)].map((m) => m[1]);
     expect(eventIds).toHaveLength(1);
-    expect(bash(publish.replaceAll('http://localhost:8787', base))).toContain(`{"event_id":"${eventIds[0]}"}`);
+    expect(mint).toMatch(/^mint-\d+$/);
+    const again = bash(
+      `PLATFORM=$(npm run -s token -- platform-service --scope events:publish)\n${publish}`.replaceAll(
+        'http://localhost:8787',
+        base,
+      ),
+      { MINT: mint },
+    );
+    expect(again).toContain(`{"event_id":"${eventIds[0]}"}`);
     const log = JSON.parse(
       bash(
         `curl -s "${base}/v1.0/app/nft/webhook/delivery?webhook_id=${webhook}&limit=100" -H "Authorization: Bearer ${token}"`,
