@@ -14,8 +14,9 @@ CREATE TABLE IF NOT EXISTS webhooks (
   updated_at TEXT    NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
   -- The event types it receives (JSON array of strings); NULL: every type.
   event_types TEXT CHECK (event_types IS NULL OR json_valid(event_types)),
-  -- Signing secret, encrypted (AES-256-GCM under WEBHOOK_SECRET_KEY), never clear text; NULL for a
-  -- webhook registered before secrets existed, until one is needed. previous_secret signs too
+  -- Signing secret, sealed (AES-256-GCM under a key of WEBHOOK_SECRET_KEYS, named in front of it:
+  -- `v2.<key id>.`, or `v1.` for WEBHOOK_SECRET_KEY's), never clear text; NULL for a webhook
+  -- registered before secrets existed, until one is needed. previous_secret signs too
   -- until previous_secret_until (a rotation's overlap).
   secret TEXT,
   previous_secret TEXT,

@@ -5,7 +5,8 @@
 //   WEBHOOK_SECRET: the webhook's signing secret; several, space-separated, while rotating
 //   options: --port <n>, --secret <whsec_...> (also a secret, but npm prints its command line,
 //            secret included: prefer the environment), --status <code> (answer this status
-//            instead of 204, to watch retries: 500, 410, ...)
+//            instead of 204, to watch retries: 500, 410, ...), --delay <seconds> (answer only
+//            after this long: a slow receiver, to watch attempts time out)
 //
 // Each request is printed with which of its secrets verified each of its signatures: during a
 // rotation a request carries two, and a receiver holding both secrets shows both verifying.
@@ -15,8 +16,10 @@
 import { createServer } from 'node:http';
 import { Webhook } from 'standardwebhooks';
 
-const USAGE = `Usage: WEBHOOK_SECRET=whsec_... npm run receiver [-- --port 8790] [--status 204]
-       npm run receiver -- --secret whsec_... [--secret whsec_...] [--port 8790] [--status 204]
+const USAGE = `Usage: WEBHOOK_SECRET=whsec_... npm run receiver [-- --port 8790] [--status 204] [--delay <seconds>]
+       npm run receiver -- --secret whsec_... [--secret whsec_...] [--port 8790] [--status 204] [--delay <seconds>]
+--status: answer this status instead of 204 (500: retries; 410: the webhook disables itself).
+--delay: answer only after this many seconds (longer than DELIVERY_TIMEOUT_SECONDS: the attempt times out).
 WEBHOOK_SECRET may hold several secrets, space-separated (while rotating).
 The secret is the webhook's: in POST's reply (value.secret), or GET /v1.0/app/nft/webhook/secret.`;
 const args = process.argv.slice(2);
@@ -27,10 +30,16 @@ if (args.includes('--help') || args.includes('-h')) {
 const values = (name) => args.flatMap((a, i) => (a === name ? [args[i + 1]] : []));
 const port = Number(values('--port')[0] ?? process.env.PORT ?? 8790);
 const status = Number(values('--status')[0] ?? 204);
+const delay = Number(values('--delay')[0] ?? 0);
 const fromEnvironment = (process.env.WEBHOOK_SECRET ?? '').split(/\s+/).filter((s) => s !== '');
 const fromArguments = values('--secret');
 const secrets = [...fromEnvironment, ...fromArguments];
-if (secrets.length === 0 || secrets.some((s) => !/^whsec_[A-Za-z0-9+/]+=*$/.test(s ?? ''))) {
+if (
+  secrets.length === 0 ||
+  secrets.some((s) => !/^whsec_[A-Za-z0-9+/]+=*$/.test(s ?? '')) ||
+  !(delay >= 0 && delay <= 600) ||
+  !Number.isInteger(status)
+) {
   console.error(USAGE);
   process.exit(2);
 }
@@ -86,9 +95,18 @@ const server = createServer((req, res) => {
       `VERIFIED ${req.method} ${req.url} webhook-id=${headers['webhook-id']} signatures: ${by.map((n, i) => `#${i + 1} ${n === null ? 'no secret' : `secret#${n}`}`).join(', ')}${again}`,
     );
     console.log(`  ${body}`);
-    res.writeHead(status).end();
+    setTimeout(() => res.writeHead(status).end(), delay * 1000);
   });
 });
+// Started in the background by `npm run receiver ... &`, it stops with the npm that started it
+// (`kill $RECEIVER`): npm does not pass the signal on, and the receiver would keep the port. (The
+// script `exec`s node, so that npm, not a shell in between, is its parent.)
+const parent = process.ppid;
+setInterval(() => {
+  if (process.ppid !== parent) process.exit(0);
+}, 250).unref();
+
 server.listen(port, '127.0.0.1', () => {
-  console.log(`Receiver listening on http://127.0.0.1:${port} (answers ${status}); Ctrl-C to stop.`);
+  const after = delay > 0 ? ` after ${delay} s` : '';
+  console.log(`Receiver listening on http://127.0.0.1:${port} (answers ${status}${after}); Ctrl-C to stop.`);
 });

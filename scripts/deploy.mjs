@@ -1,14 +1,21 @@
-// npm run deploy -- --env <staging|production>  (also `npm run deploy -- staging`; default: production)
+// npm run deploy -- --env <staging|production>  (also `npm run deploy -- staging`; no default:
+// without an environment it deploys nothing and lists those of wrangler.toml)
 //
 // From an empty Cloudflare account to a deployed Worker, and safe to run again on every deploy:
-//   1. refuses an environment that sets WEBHOOK_URL_ALLOWED_ORIGINS (local receivers only);
+//   1. refuses an environment that sets WEBHOOK_URL_ALLOWED_ORIGINS (local receivers only), production
+//      without JWT_ISSUER and JWT_AUDIENCE (unless --single-issuer-keys), and a malformed
+//      WEBHOOK_SECRET_KEYS passed in the environment;
 //   2. the environment's D1 database: found by name, or created; its id written into wrangler.toml
 //      when the file still has the placeholder;
 //   3. its queues (producers and consumers): each found, or created;
-//   4. checks that the required secrets are set (WEBHOOK_SECRET_KEY, and JWT_SECRET unless a
-//      public key or a JWK Set URL is configured), and stops naming the one missing;
+//   4. checks that the required secrets are set (WEBHOOK_SECRET_KEYS or WEBHOOK_SECRET_KEY, and
+//      JWT_SECRET unless a public key or a JWK Set URL is configured), and stops naming the one
+//      missing; reads from D1 which keys sealed the stored signing secrets and refuses a key set
+//      that lacks one of them; puts WEBHOOK_SECRET_KEYS when it was passed in the environment;
 //   5. applies the pending migrations to the remote database;
-//   6. deploys the Worker.
+//   6. deploys the Worker;
+//   7. the smoke test, which changes nothing: the portal's page (a read) and the API without a
+//      token (refused, 401), at the URL wrangler printed or DEPLOY_SMOKE_URL.
 // Migrations go before the code and only expand the schema, so the release still live keeps
 // working while they apply. Every step says what it found and what it created.
 //
@@ -17,10 +24,15 @@
 import { spawnSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 
-const ENVIRONMENTS = ['staging', 'production'];
-const USAGE = `Usage: npm run deploy -- [--env] <${ENVIRONMENTS.join('|')}>   (default: production)`;
+const root = new URL('..', import.meta.url);
+const config = process.env.DEPLOY_CONFIG ?? new URL('../wrangler.toml', import.meta.url).pathname;
+/** The environments of the configuration file: its [env.<name>] tables. */
+const ENVIRONMENTS = [...readFileSync(config, 'utf8').matchAll(/^\[env\.([A-Za-z0-9_-]+)\]\s*$/gm)].map((m) => m[1]);
+const USAGE = `Usage: npm run deploy -- [--env] <${ENVIRONMENTS.join('|')}> [--single-issuer-keys]`;
 /** The database_id wrangler.toml ships with: "create the database and put its id here". */
 const PLACEHOLDER_ID = '00000000-0000-0000-0000-000000000000';
+/** Production may go without JWT_ISSUER and JWT_AUDIENCE only with this flag (see step 1). */
+const SINGLE_ISSUER = '--single-issuer-keys';
 
 function environmentArgument(args) {
   if (args.includes('--help') || args.includes('-h')) {
@@ -30,6 +42,7 @@ function environmentArgument(args) {
   let environment;
   for (let i = 0; i < args.length; i++) {
     const arg = args[i];
+    if (arg === SINGLE_ISSUER) continue;
     const value = arg === '--env' || arg === '-e' ? args[++i] : arg.startsWith('--env=') ? arg.slice(6) : arg;
     if (environment !== undefined || value === undefined || !ENVIRONMENTS.includes(value)) {
       console.error(USAGE);
@@ -37,12 +50,17 @@ function environmentArgument(args) {
     }
     environment = value;
   }
-  return environment ?? 'production';
+  if (environment === undefined) {
+    console.error(
+      `Deploying nothing: name the environment (${ENVIRONMENTS.join(', ')}), e.g. npm run deploy -- --env ${ENVIRONMENTS[0]}.\n${USAGE}`,
+    );
+    process.exit(2);
+  }
+  return environment;
 }
 
-const environment = environmentArgument(process.argv.slice(2));
-const root = new URL('..', import.meta.url);
-const config = process.env.DEPLOY_CONFIG ?? new URL('../wrangler.toml', import.meta.url).pathname;
+const args = process.argv.slice(2);
+const environment = environmentArgument(args);
 const stop = (message) => {
   console.error(`\nStopped: ${message}`);
   process.exit(1);
@@ -61,11 +79,56 @@ if (typeof allowed === 'string' && allowed.trim() !== '') {
   process.exit(1);
 }
 
+// 1. Production verifies tokens for this service only: the issuer and the audience are checked,
+// unless the operator says that its keys are one issuer's, for this service alone.
+const unset = (key) => typeof settings.vars?.[key] !== 'string' || settings.vars[key].trim() === '';
+const unchecked = ['JWT_ISSUER', 'JWT_AUDIENCE'].filter(unset);
+if (environment === 'production' && unchecked.length > 0) {
+  if (!args.includes(SINGLE_ISSUER)) {
+    console.error(
+      `Refusing to deploy production: ${unchecked.join(' and ')} ${unchecked.length > 1 ? 'are' : 'is'} not set in [env.production.vars], so a token ` +
+        'that any issuer trusted by the verification key made for any service would be accepted. Set them, or, ' +
+        `when that key (a JWK Set, a public key, a JWT_SECRET) is used by one issuer for this service alone, deploy with ${SINGLE_ISSUER}.`,
+    );
+    process.exit(1);
+  }
+  console.log(
+    `Deploying production without ${unchecked.join(' and ')} (${SINGLE_ISSUER}): its verification key is one issuer's, for this service alone.`,
+  );
+}
+
+// 1. WEBHOOK_SECRET_KEYS passed to the deploy: the key ring it puts, checked as the Worker checks it.
+const ring = keyRing(process.env.WEBHOOK_SECRET_KEYS);
+
+/** The ids of the keys of WEBHOOK_SECRET_KEYS (`<id>:<base64 of 32 bytes>`, space-separated); null when not passed. */
+function keyRing(value) {
+  if (value === undefined || value.trim() === '') return null;
+  const ids = [];
+  for (const entry of value.trim().split(/\s+/)) {
+    const [, id, key] = /^([A-Za-z0-9_-]{1,32}):(.*)$/.exec(entry) ?? [];
+    const bytes = key !== undefined && /^[A-Za-z0-9+/]+={0,2}$/.test(key) ? Buffer.from(key, 'base64') : null;
+    const problem =
+      id === undefined
+        ? 'an entry is not "<id>:<base64 of 32 bytes>" (ids: 1 to 32 letters, digits, _ or -)'
+        : ids.includes(id)
+          ? `key ${id} is named twice`
+          : bytes?.length !== 32
+            ? `key ${id} is not the base64 of 32 bytes`
+            : null;
+    if (problem !== null) {
+      console.error(`Refusing to deploy ${environment}: WEBHOOK_SECRET_KEYS (passed to npm run deploy): ${problem}.`);
+      process.exit(1);
+    }
+    ids.push(id);
+  }
+  return ids;
+}
+
 /**
  * Runs wrangler with `args` for this environment. `capture`: its output is returned, not shown
  * (and a failure is returned too, for the caller to read). Otherwise a failure stops the deploy.
  */
-function wrangler(args, { capture = false } = {}) {
+function wrangler(args, { capture = false, input } = {}) {
   const [command, ...prefix] = process.env.DEPLOY_WRANGLER
     ? [process.env.DEPLOY_WRANGLER]
     : ['npx', '--no-install', 'wrangler'];
@@ -74,7 +137,8 @@ function wrangler(args, { capture = false } = {}) {
   const run = spawnSync(command, [...prefix, ...all], {
     cwd: root,
     encoding: 'utf8',
-    stdio: capture ? ['ignore', 'pipe', 'pipe'] : 'inherit',
+    input,
+    stdio: [input === undefined ? 'ignore' : 'pipe', capture ? 'pipe' : 'inherit', capture ? 'pipe' : 'inherit'],
     env: { ...process.env, WRANGLER_SEND_METRICS: 'false' },
   });
   if (run.error) stop(`could not run wrangler: ${run.error.message}`);
@@ -171,18 +235,22 @@ for (const queue of queues) {
 const put = (secret) => `npx wrangler secret put ${secret} --env ${environment}`;
 const setVar = (key) => typeof settings.vars?.[key] === 'string' && settings.vars[key].trim() !== '';
 const listed = wrangler(['secret', 'list', '--format', 'json'], { capture: true });
+const newKeys = `(umask 077; echo "$(date -u +%Y-%m):$(openssl rand -base64 32)" > ${environment}-secret-keys)`;
 if (!listed.ok && /not found/i.test(listed.output)) {
   stop(
-    `the Worker ${settings.name} does not exist yet, so it has no secrets. Set WEBHOOK_SECRET_KEY and the verification key (this creates the Worker):\n` +
-      `  openssl rand -base64 32 | ${put('WEBHOOK_SECRET_KEY')}\n` +
+    `the Worker ${settings.name} does not exist yet, so it has no secrets. Set WEBHOOK_SECRET_KEYS and the verification key (this creates the Worker):\n` +
+      `  ${newKeys}    # then keep a copy of that file (docs/deploying.md)\n` +
+      `  ${put('WEBHOOK_SECRET_KEYS')} < ${environment}-secret-keys\n` +
       `  ${put('JWT_SECRET')}    # or JWT_PUBLIC_KEY, or JWT_JWKS_URL in [env.${environment}.vars]\n` +
       'then run this again.',
   );
 }
 const secrets = new Set(json(listed, 'wrangler secret list').map((s) => s.name));
 const missing = [];
-if (!secrets.has('WEBHOOK_SECRET_KEY'))
-  missing.push(`WEBHOOK_SECRET_KEY: openssl rand -base64 32 | ${put('WEBHOOK_SECRET_KEY')}`);
+if (ring === null && !secrets.has('WEBHOOK_SECRET_KEYS') && !secrets.has('WEBHOOK_SECRET_KEY'))
+  missing.push(
+    `WEBHOOK_SECRET_KEYS: ${newKeys}, keep a copy, then ${put('WEBHOOK_SECRET_KEYS')} < ${environment}-secret-keys`,
+  );
 if (
   !secrets.has('JWT_SECRET') &&
   !secrets.has('JWT_PUBLIC_KEY') &&
@@ -196,7 +264,89 @@ if (
 if (missing.length > 0) stop(`required secrets of ${settings.name} are not set:\n  ${missing.join('\n  ')}`);
 console.log(`Secrets set: ${[...secrets].sort().join(', ')}.`);
 
-// 5 and 6. The schema, then the code.
+// 4. The keys that sealed the stored signing secrets (webhooks' and Idempotency-Keys'), by id: the
+// key set about to be deployed must hold every one, or their webhooks' deliveries would wait.
+// WEBHOOK_SECRET_KEY's key is `default`, stored as `v1.`; every other key's form is `v2.<id>.`.
+const KEYS_IN_USE = `SELECT key_id, COUNT(*) AS secrets FROM (
+  SELECT CASE WHEN s LIKE 'v1.%' THEN 'default' ELSE substr(s, 4, instr(substr(s, 4), '.') - 1) END AS key_id
+  FROM (SELECT secret AS s FROM webhooks UNION ALL SELECT previous_secret FROM webhooks
+    UNION ALL SELECT json_extract(webhook_row, '$.secret') FROM idempotency_keys)
+  WHERE s IS NOT NULL) GROUP BY key_id ORDER BY key_id`;
+const inUse = wrangler(['d1', 'execute', 'DB', '--remote', '--json', '--command', KEYS_IN_USE], { capture: true });
+// A new database has no tables before its first migration, and so no secrets.
+const used =
+  !inUse.ok && /no such table/i.test(inUse.output) ? [] : json(inUse, 'reading the key ids in use')[0].results;
+console.log(
+  used.length === 0
+    ? 'Stored signing secrets: none.'
+    : `Stored signing secrets, by the key that sealed them: ${used.map((u) => `${u.key_id} (${u.secrets})`).join(', ')}.`,
+);
+// The key set the Worker will have: the one passed (with WEBHOOK_SECRET_KEY's, which stays), or
+// the Worker's own WEBHOOK_SECRET_KEY; a WEBHOOK_SECRET_KEYS already on the Worker is not readable.
+const keySet =
+  ring !== null
+    ? [...ring, ...(secrets.has('WEBHOOK_SECRET_KEY') && !ring.includes('default') ? ['default'] : [])]
+    : secrets.has('WEBHOOK_SECRET_KEYS')
+      ? null
+      : ['default'];
+if (keySet === null) {
+  console.log('WEBHOOK_SECRET_KEYS stays as it is (pass it to npm run deploy to check it against the stored secrets).');
+} else {
+  const lost = used.filter((u) => !keySet.includes(u.key_id));
+  if (lost.length > 0) {
+    stop(
+      `the key set [${keySet.join(', ')}] cannot open every stored signing secret: ` +
+        `${lost.map((u) => `${u.secrets} sealed with key ${u.key_id}`).join(', ')}. ` +
+        'Keep those keys in WEBHOOK_SECRET_KEYS (after the new first one) until the Cron Trigger has re-sealed them (docs/deploying.md, rotating the key).',
+    );
+  }
+  console.log(`The key set [${keySet.join(', ')}] opens every stored signing secret.`);
+}
+if (ring !== null) {
+  wrangler(['secret', 'put', 'WEBHOOK_SECRET_KEYS'], { input: process.env.WEBHOOK_SECRET_KEYS.trim() });
+  console.log(`Put WEBHOOK_SECRET_KEYS: keys ${ring.join(', ')}; ${ring[0]} seals.`);
+}
+
+// 5 and 6. The schema, then the code (wrangler's output shown once it ends: it names the URL).
 wrangler(['d1', 'migrations', 'apply', 'DB', '--remote']);
-wrangler(['deploy']);
+console.log('> wrangler deploy');
+const deployed = wrangler(['deploy'], { capture: true });
+console.log(deployed.output);
+if (!deployed.ok) stop('wrangler deploy failed.');
 console.log(`Deployed ${settings.name}.`);
+
+// 7. The smoke test: a read and a refused call, nothing that changes anything.
+const base = (process.env.DEPLOY_SMOKE_URL ?? /https:\/\/[^\s]+\.workers\.dev\b/.exec(deployed.stdout)?.[0])?.replace(
+  /\/+$/,
+  '',
+);
+if (base === undefined) {
+  console.log("Smoke test skipped: wrangler printed no workers.dev URL; set DEPLOY_SMOKE_URL to the service's URL.");
+} else {
+  await smokeTest(base);
+}
+
+/** GET /portal/ answers the page (200), and the API refuses a call without a token (401, 20004). */
+async function smokeTest(origin) {
+  const rollback = `roll back with npx wrangler rollback --env ${environment} (docs/deploying.md)`;
+  const check = async (path, expect) => {
+    let res;
+    try {
+      res = await fetch(origin + path, { signal: AbortSignal.timeout(15_000), redirect: 'manual' });
+    } catch (err) {
+      stop(`smoke test: GET ${origin}${path} failed (${err.cause?.code ?? err.message}); ${rollback}.`);
+    }
+    const text = await res.text();
+    const problem = expect(res, text);
+    if (problem) stop(`smoke test: GET ${origin}${path} answered ${res.status}: ${problem}; ${rollback}.`);
+    console.log(`Smoke test: GET ${path} answered ${res.status}.`);
+  };
+  await check('/portal/', (res, text) =>
+    res.status === 200 && text.includes('<html') ? null : 'expected 200 with the portal page',
+  );
+  await check('/v1.0/app/nft/webhook?limit=1', (res, text) =>
+    res.status === 401 && text === '{"return":20004,"message":"Invalid jwt token"}'
+      ? null
+      : 'expected 401 {"return":20004,"message":"Invalid jwt token"}',
+  );
+}

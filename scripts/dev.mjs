@@ -15,6 +15,8 @@
 // (the tests use both).
 import { spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
+import { readDevVars } from './dev-vars.mjs';
+import { signToken } from './sign-token.mjs';
 
 const args = process.argv.slice(2);
 const option = (name) => {
@@ -92,6 +94,28 @@ say(
     : `the Cron Trigger runs every ${interval / 1000} s (GET ${url}).`,
 );
 schedule();
+
+// ---- a portal link for the demo application, once the service answers ------------------------------
+const origin = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
+const DEMO_APP = 'demo-app-1';
+async function portalLink() {
+  for (let tries = 0; tries < 240 && child.exitCode === null; tries++) {
+    try {
+      const res = await fetch(`${origin}/portal/`, { signal: AbortSignal.timeout(5_000) });
+      await res.arrayBuffer();
+      if (res.ok) break;
+    } catch {
+      // Not listening yet.
+    }
+    await new Promise((resolve) => setTimeout(resolve, 500));
+  }
+  if (child.exitCode !== null || !{ ...readDevVars(), ...process.env }.JWT_SECRET) return;
+  const token = await signToken(DEMO_APP, { ttl: 1800 });
+  say(
+    `the portal of ${DEMO_APP} (valid 30 minutes; npm run portal -- ${DEMO_APP} prints another): ${origin}/portal/#token=${token}`,
+  );
+}
+portalLink();
 
 // ---- stopping ----------------------------------------------------------------------------------
 const stopCron = () => {

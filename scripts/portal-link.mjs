@@ -5,7 +5,16 @@
 // anything). Default lifetime 30 minutes; base http://localhost:8787.
 import { signToken } from './sign-token.mjs';
 
+const USAGE = `Usage: npm run portal -- <app_id> [--read-only] [--ttl <seconds>] [--base <url>]
+Prints a link that opens the portal of the local service for <app_id> (npm run -s portal: the link alone).
+  --read-only       the link can look but not change (scope webhooks:read)
+  --ttl <seconds>   how long the link's token is valid (default 1800)
+  --base <url>      the service (default http://localhost:8787)`;
 const args = process.argv.slice(2);
+if (args.includes('--help') || args.includes('-h')) {
+  console.log(USAGE);
+  process.exit(0);
+}
 const option = (name) => {
   const i = args.indexOf(name);
   return i === -1 ? undefined : args.splice(i, 2)[1];
@@ -20,8 +29,8 @@ const base = option('--base') ?? 'http://localhost:8787';
 const readOnly = flag('--read-only');
 const appId = args[0];
 
-if (!appId || args.length > 1 || !Number.isInteger(ttl) || ttl <= 0) {
-  console.error('Usage: npm run portal -- <app_id> [--read-only] [--ttl <seconds>] [--base <url>]');
+if (!appId || appId.startsWith('-') || args.length > 1 || !Number.isInteger(ttl) || ttl <= 0) {
+  console.error(USAGE);
   process.exit(2);
 }
 

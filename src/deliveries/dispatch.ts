@@ -5,7 +5,7 @@ import type { DeliveryConfig } from '../core/delivery-settings';
 import { ConfigError, describeFailure, InvalidInput } from '../core/errors';
 import { log } from '../core/log';
 import { retryD1 } from '../platform/d1';
-import { decryptSecret, sealedNewSecret, secretKey } from '../webhooks/secrets';
+import { openSecret, type SecretKeys, sealedNewSecret, secretKeys, UnopenedSecret } from '../webhooks/secrets';
 import { provideSecrets } from '../webhooks/store/secrets';
 import { webhookUrl } from '../webhooks/url';
 import { type AttemptResult, attempt } from './attempt';
@@ -31,11 +31,11 @@ export type Dispatched =
   | { row: DeliveryToAttempt; kind: 'wait' };
 
 /**
- * What the requests of a pass need: the key that opens signing secrets (null: none can be), the
+ * What the requests of a pass need: the keys that open signing secrets (null: none can be), the
  * origins exempt from the URL rules (WEBHOOK_URL_ALLOWED_ORIGINS), the timeout, the fetch.
  */
 export interface DispatchContext {
-  aes: CryptoKey | null;
+  secretKeys: SecretKeys | null;
   origins: ReadonlySet<string>;
   config: DeliveryConfig;
   fetcher: typeof fetch;
@@ -45,11 +45,11 @@ export interface DispatchContext {
 const signingKeys = new Map<string, Promise<CryptoKey>>();
 const SIGNING_KEYS_MAX = 1000;
 
-function signingKeyOf(aes: CryptoKey, sealed: string): Promise<CryptoKey> {
+function signingKeyOf(keys: SecretKeys, sealed: string): Promise<CryptoKey> {
   let key = signingKeys.get(sealed);
   if (key === undefined) {
     if (signingKeys.size >= SIGNING_KEYS_MAX) signingKeys.delete(signingKeys.keys().next().value as string);
-    key = decryptSecret(aes, sealed).then(signingKey);
+    key = openSecret(keys, sealed).then(signingKey);
     signingKeys.set(sealed, key);
     key.catch(() => signingKeys.delete(sealed));
   }
@@ -57,29 +57,29 @@ function signingKeyOf(aes: CryptoKey, sealed: string): Promise<CryptoKey> {
 }
 
 /** The keys that sign a delivery's requests: the current secret's, and the previous one's while it lasts. */
-function keysOf(aes: CryptoKey, row: DeliveryToAttempt, now: number): Promise<CryptoKey[]> {
-  const keys = [signingKeyOf(aes, row.secret as string)];
+function keysOf(secretKeys: SecretKeys, row: DeliveryToAttempt, now: number): Promise<CryptoKey[]> {
+  const keys = [signingKeyOf(secretKeys, row.secret as string)];
   if (
     row.previous_secret !== null &&
     row.previous_secret_until !== null &&
     Date.parse(row.previous_secret_until) > now
   ) {
-    keys.push(signingKeyOf(aes, row.previous_secret));
+    keys.push(signingKeyOf(secretKeys, row.previous_secret));
   }
   return Promise.all(keys);
 }
 
 /**
- * The key that opens the due deliveries' signing secrets, after giving webhooks registered before
+ * The keys that open the due deliveries' signing secrets, after giving webhooks registered before
  * secrets existed theirs (one more round trip, once in a webhook's life). Null when that cannot
  * be done now (configuration, storage): the deliveries then wait.
  */
-export async function prepareSigning(env: CloudflareBindings, due: DeliveryToAttempt[]): Promise<CryptoKey | null> {
+export async function prepareSigning(env: CloudflareBindings, due: DeliveryToAttempt[]): Promise<SecretKeys | null> {
   if (due.length === 0) return null;
   try {
-    const aes = await secretKey(env);
+    const keys = await secretKeys(env);
     await provideLegacySecrets(env, due);
-    return aes;
+    return keys;
   } catch (err) {
     const config = err instanceof ConfigError;
     const why = config ? describeFailure(err) : 'could not read signing secrets';
@@ -153,20 +153,22 @@ async function dispatch(
   context: DispatchContext,
   connection: ReturnType<typeof slots>,
 ): Promise<Dispatched> {
-  const { aes } = context;
-  if (aes === null || row.secret === null) return { row, kind: 'wait' };
+  if (context.secretKeys === null || row.secret === null) return { row, kind: 'wait' };
   let keys: CryptoKey[];
   try {
-    keys = await keysOf(aes, row, Date.now());
+    keys = await keysOf(context.secretKeys, row, Date.now());
   } catch (err) {
+    // A key missing from the ring names its id; the delivery waits for it, never sent unsigned.
+    const missing = err instanceof UnopenedSecret;
     log(
       'error',
       {
-        msg: 'a signing secret does not decrypt with WEBHOOK_SECRET_KEY; the delivery waits',
+        msg: `${missing ? describeFailure(err) : 'a signing secret could not be opened'}; the delivery waits`,
         delivery_id: row.delivery_id,
         webhook_id: row.webhook_id,
+        key_id: missing ? err.keyId : undefined,
       },
-      err,
+      missing ? undefined : err,
     );
     return { row, kind: 'wait' };
   }

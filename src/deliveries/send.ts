@@ -74,14 +74,14 @@ export async function sendDue(
     previous_secret_until,
   }));
   // Signing first: deliveries that cannot be signed now wait without using up the endpoint's rate.
-  const aes = await prepareSigning(env, rows);
+  const secretKeys = await prepareSigning(env, rows);
   // Each endpoint's rate: the service's, or the webhook's own rate_limit where it is lower. The
   // first delivery beyond it is promised the next slot; it and those after it wait, untouched.
   const rate = Math.min(config.endpointRate, webhook.rate_limit ?? config.endpointRate);
   const allowed: DeliveryToAttempt[] = [];
   let heldUntil: number | null = null;
   forgetStale(endpoint.schedule, now);
-  for (const row of aes === null ? [] : rows) {
+  for (const row of secretKeys === null ? [] : rows) {
     const wait = admit(endpoint.schedule, row.delivery_id, rate, now);
     if (wait > 0) {
       heldUntil = now + wait;
@@ -89,7 +89,7 @@ export async function sendDue(
     }
     allowed.push(row);
   }
-  const dispatched = await dispatchAll(aes === null ? rows : allowed, { aes, origins, config, fetcher });
+  const dispatched = await dispatchAll(secretKeys === null ? rows : allowed, { secretKeys, origins, config, fetcher });
   const record = recordOf(dispatched, config, Date.now());
   recordDeliveries(storage, record.attempts, record.changes);
   // D1 is written only when the webhook's health changes as it read a moment ago: healthy and

@@ -8,7 +8,7 @@ import { descriptionField, parseIdempotencyKey, rateLimitField } from '../http/p
 import { withD1 } from '../http/storage';
 import { actorOf } from './actor';
 import { createdWebhookJson } from './representation';
-import { decryptSecret, sealedNewSecret, secretKey } from './secrets';
+import { openSecret, sealedNewSecret, secretKeys } from './secrets';
 import { createWebhook, type NewWebhook, type UncheckedUrl } from './store/registration';
 import { allowedOrigins, webhookUrl } from './url';
 
@@ -123,7 +123,7 @@ export async function registerWebhook(c: Context<AppEnv>): Promise<Response> {
       let shown: string | null = secret;
       if (result.outcome === 'replayed') {
         headers['idempotent-replayed'] = 'true';
-        shown = result.sealedSecret === null ? null : await decryptSecret(await secretKey(c.env), result.sealedSecret);
+        shown = result.sealedSecret === null ? null : await openSecret(await secretKeys(c.env), result.sealedSecret);
       }
       return success(c, { status: 201, value: createdWebhookJson(webhook, shown), headers });
     }

@@ -6,7 +6,7 @@ import { idField, idParam, queryOf } from '../http/params';
 import { withD1 } from '../http/storage';
 import { actorOf } from './actor';
 import { secretJson } from './representation';
-import { decryptSecret, sealedNewSecret, secretKey } from './secrets';
+import { openSecret, sealedNewSecret, secretKeys } from './secrets';
 import { provideSecrets, rotateSecret } from './store/secrets';
 
 /**
@@ -16,7 +16,7 @@ import { provideSecrets, rotateSecret } from './store/secrets';
 export async function readSecret(c: Context<AppEnv>): Promise<Response> {
   const webhookId = idParam(queryOf(c.req.url));
   c.set('webhookId', webhookId);
-  const key = await secretKey(c.env);
+  const keys = await secretKeys(c.env);
   // Used only if the webhook has no secret yet.
   const { sealed } = await sealedNewSecret(c.env);
   const secrets = await withD1(c, 'first-primary', (db) =>
@@ -24,7 +24,7 @@ export async function readSecret(c: Context<AppEnv>): Promise<Response> {
   );
   const stored = secrets.get(webhookId);
   if (stored === undefined) throw notFound();
-  return success(c, { value: secretJson(await decryptSecret(key, stored.secret)) });
+  return success(c, { value: secretJson(await openSecret(keys, stored.secret)) });
 }
 
 /**

@@ -2,8 +2,9 @@
 // process boundary (DEPLOY_WRANGLER) by a stand-in that records every call and answers like
 // wrangler would for an account described by a small state file, and the script works on a
 // temporary copy of wrangler.toml (DEPLOY_CONFIG). What is checked: the steps it runs, in order,
-// what it creates and what it only finds, the secrets it insists on, and its refusals.
-import { spawnSync } from 'node:child_process';
+// what it creates and what it only finds, the secrets it insists on, the key set it puts, its
+// refusals, and its smoke test (against a stand-in service in a process of its own).
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -20,11 +21,18 @@ const CREATED_ID = '11111111-2222-3333-4444-555555555555';
 const allowedOrigins = (config: string, env?: string) =>
   unstable_readConfig({ config, env }, { hideWarnings: true }).vars?.WEBHOOK_URL_ALLOWED_ORIGINS;
 
-/** What the stand-in's account has; `secrets: null` means the Worker does not exist. */
+/**
+ * What the stand-in's account has; `secrets: null` means the Worker does not exist. `keysInUse`:
+ * what D1 answers for the key ids of the stored secrets (null: the database has no tables yet);
+ * `put`: the secrets' values put through `wrangler secret put`; `deployOutput`: what deploy prints.
+ */
 interface Account {
   databases: { uuid: string; name: string }[];
   queues: string[];
   secrets: string[] | null;
+  keysInUse?: { key_id: string; secrets: number }[] | null;
+  put?: Record<string, string>;
+  deployOutput?: string;
 }
 
 // The stand-in: records argv (one JSON line per call), answers from and updates the state file.
@@ -61,8 +69,19 @@ if (a === 'd1' && b === 'list') {
   console.log(JSON.stringify(state.secrets.map((name) => ({ name, type: 'secret_text' })), null, '  '));
 } else if (a === 'd1' && b === 'migrations') {
   console.log('✅ migrations applied');
+} else if (a === 'd1' && b === 'execute' && argv.includes('--remote') && argv.includes('--json')) {
+  if (state.keysInUse === null) {
+    console.error('✘ [ERROR] no such table: webhooks: SQLITE_ERROR');
+    process.exit(1);
+  }
+  console.log(JSON.stringify([{ results: state.keysInUse ?? [], success: true, meta: {} }], null, 2));
+} else if (a === 'secret' && b === 'put') {
+  state.put = { ...state.put, [c]: fs.readFileSync(0, 'utf8') };
+  if (!state.secrets.includes(c)) state.secrets.push(c);
+  save();
+  console.log('✨ Success! Uploaded secret ' + c);
 } else if (a === 'deploy') {
-  console.log('Deployed');
+  console.log(state.deployOutput ?? 'Deployed');
 } else {
   console.error('unexpected wrangler call: ' + argv.join(' '));
   process.exit(3);
@@ -73,8 +92,17 @@ writeFileSync(fake, FAKE);
 chmodSync(fake, 0o755);
 
 let runs = 0;
-/** Runs the deploy script with `args` against an account and a copy of wrangler.toml (`toml`). */
-function deploy(args: string[], account: Account, toml = original) {
+/** Production's issuer and audience set, as a deploy of production needs them. */
+const PRODUCTION = original.replace(
+  /(\[env\.production\.vars\]\nJWT_ISSUER = )""\nJWT_AUDIENCE = ""/,
+  '$1"https://issuer.example.com"\nJWT_AUDIENCE = "nft-webhook-api"',
+);
+
+/**
+ * Runs the deploy script with `args` against an account and a copy of wrangler.toml (`toml`; by
+ * default the repository's, with production's issuer and audience set), with `env` added.
+ */
+function deploy(args: string[], account: Account, toml = PRODUCTION, env: Record<string, string> = {}) {
   const dir = mkdtempSync(join(folder, `run-${++runs}-`));
   const config = join(dir, 'wrangler.toml');
   writeFileSync(config, toml);
@@ -94,6 +122,8 @@ function deploy(args: string[], account: Account, toml = original) {
       FAKE_WRANGLER_LOG: log,
       FAKE_WRANGLER_STATE: state,
       WRANGLER_SEND_METRICS: 'false',
+      WEBHOOK_SECRET_KEYS: '',
+      ...env,
     },
   });
   const calls = readFileSync(log, 'utf8')
@@ -109,8 +139,13 @@ function deploy(args: string[], account: Account, toml = original) {
     toml: readFileSync(config, 'utf8'),
     account: JSON.parse(readFileSync(state, 'utf8')) as Account,
     calls,
-    /** The calls without the `--config <file> --env <name>` every one of them ends with. */
-    steps: calls.map((argv) => argv.slice(0, -4).join(' ')),
+    /** The calls without the `--config <file> --env <name>` every one of them ends with (and without the SQL). */
+    steps: calls.map((argv) =>
+      argv
+        .slice(0, -4)
+        .join(' ')
+        .replace(/--command [\s\S]*/, '--command <keys in use>'),
+    ),
   };
 }
 
@@ -122,6 +157,7 @@ const databaseId = (config: string, env: string) =>
 const PRODUCTION_QUEUES = ['nft-webhook-events', 'nft-webhook-deliveries'];
 const STAGING_QUEUES = ['nft-webhook-events-staging', 'nft-webhook-deliveries-staging'];
 const SECRETS = ['JWT_SECRET', 'WEBHOOK_SECRET_KEY'];
+const KEYS_IN_USE = 'd1 execute DB --remote --json --command <keys in use>';
 
 describe('npm run deploy -- --env <staging|production>', () => {
   it('on an empty account: creates the database (writing its id) and the queues, checks the secrets, migrates, deploys', () => {
@@ -136,6 +172,7 @@ describe('npm run deploy -- --env <staging|production>', () => {
       'queues info nft-webhook-deliveries',
       'queues create nft-webhook-deliveries',
       'secret list --format json',
+      KEYS_IN_USE,
       'd1 migrations apply DB --remote',
       'deploy',
     ]);
@@ -152,7 +189,7 @@ describe('npm run deploy -- --env <staging|production>', () => {
     // The id went into production's block only: staging still has the placeholder.
     expect(databaseId(run.config, 'production')).toBe(CREATED_ID);
     expect(databaseId(run.config, 'staging')).toBe(PLACEHOLDER);
-    expect(run.toml.replace(CREATED_ID, PLACEHOLDER)).toBe(original);
+    expect(run.toml.replace(CREATED_ID, PLACEHOLDER)).toBe(PRODUCTION);
   });
 
   it('on an account that has everything: finds it all and creates nothing (staging, as a positional argument too)', () => {
@@ -172,6 +209,7 @@ describe('npm run deploy -- --env <staging|production>', () => {
         'queues info nft-webhook-events-staging',
         'queues info nft-webhook-deliveries-staging',
         'secret list --format json',
+        KEYS_IN_USE,
         'd1 migrations apply DB --remote',
         'deploy',
       ]);
@@ -189,10 +227,16 @@ describe('npm run deploy -- --env <staging|production>', () => {
     }
   });
 
-  it('deploys production when no environment is named', () => {
+  it('deploys nothing when no environment is named, and names those of wrangler.toml', () => {
     const run = deploy([], { databases: [], queues: [], secrets: SECRETS });
-    expect(run.status, run.all).toBe(0);
-    expect(run.calls.at(-1)).toEqual(['deploy', '--config', run.config, '--env', 'production']);
+    expect(run.status).toBe(2);
+    expect(run.stderr).toContain('Deploying nothing: name the environment (staging, production)');
+    expect(run.calls).toEqual([]);
+    // The environments are read from the file: one more is named too.
+    const more = `${PRODUCTION}\n[env.canary]\nname = "nft-webhook-api-canary"\n`;
+    const three = deploy([], { databases: [], queues: [], secrets: SECRETS }, more);
+    expect(three.stderr).toContain('(staging, production, canary)');
+    expect(three.calls).toEqual([]);
   });
 
   it.each([[['--env', 'dev']], [['--env']], [['local']], [['staging', 'production']]])(
@@ -205,12 +249,12 @@ describe('npm run deploy -- --env <staging|production>', () => {
     },
   );
 
-  it('stops naming WEBHOOK_SECRET_KEY when it is not set: no migration, no deploy', () => {
+  it('stops naming WEBHOOK_SECRET_KEYS when neither it nor WEBHOOK_SECRET_KEY is set: no migration, no deploy', () => {
     const run = deploy(['--env', 'production'], { databases: [], queues: [], secrets: ['JWT_SECRET'] });
     expect(run.status, run.all).toBe(1);
     expect(run.stderr).toContain('required secrets of nft-webhook-api-production are not set');
     expect(run.stderr).toContain(
-      'WEBHOOK_SECRET_KEY: openssl rand -base64 32 | npx wrangler secret put WEBHOOK_SECRET_KEY --env production',
+      'WEBHOOK_SECRET_KEYS: (umask 077; echo "$(date -u +%Y-%m):$(openssl rand -base64 32)" > production-secret-keys), keep a copy, then npx wrangler secret put WEBHOOK_SECRET_KEYS --env production < production-secret-keys',
     );
     expect(run.stderr).not.toContain('JWT_SECRET:');
     expect(run.steps.at(-1)).toBe('secret list --format json');
@@ -242,14 +286,14 @@ describe('npm run deploy -- --env <staging|production>', () => {
     expect(run.status, run.all).toBe(1);
     expect(run.stderr).toContain('the Worker nft-webhook-api-production does not exist yet');
     expect(run.stderr).toContain(
-      'openssl rand -base64 32 | npx wrangler secret put WEBHOOK_SECRET_KEY --env production',
+      'npx wrangler secret put WEBHOOK_SECRET_KEYS --env production < production-secret-keys',
     );
     expect(run.stderr).toContain('npx wrangler secret put JWT_SECRET --env production');
     expect(run.steps).not.toContain('deploy');
   });
 
   it('stops when wrangler.toml names another database id than the account has, or one it does not have', () => {
-    const toml = original.replace(
+    const toml = PRODUCTION.replace(
       /(\[\[env\.production\.d1_databases\]\][\s\S]*?)database_id = "0{8}-0{4}-0{4}-0{4}-0{12}"/,
       '$1database_id = "cccccccc-0000-0000-0000-000000000003"',
     );
@@ -309,6 +353,214 @@ describe('npm run deploy and WEBHOOK_URL_ALLOWED_ORIGINS', () => {
       expect(run.stderr).toContain('http://127.0.0.1:8790');
       expect(run.calls).toEqual([]);
     }
+  });
+});
+
+describe("npm run deploy: production's issuer and audience", () => {
+  it('refuses production without JWT_ISSUER and JWT_AUDIENCE, naming them and the override, before any wrangler call', () => {
+    const run = deploy(['--env', 'production'], { databases: [], queues: [], secrets: SECRETS }, original);
+    expect(run.status, run.all).toBe(1);
+    expect(run.stderr).toContain('Refusing to deploy production: JWT_ISSUER and JWT_AUDIENCE are not set');
+    expect(run.stderr).toContain('--single-issuer-keys');
+    expect(run.calls).toEqual([]);
+    const audienceOnly = original.replace(
+      /(\[env\.production\.vars\]\n)JWT_ISSUER = ""/,
+      '$1JWT_ISSUER = "https://issuer.example.com"',
+    );
+    const one = deploy(['production'], { databases: [], queues: [], secrets: SECRETS }, audienceOnly);
+    expect(one.status, one.all).toBe(1);
+    expect(one.stderr).toContain('Refusing to deploy production: JWT_AUDIENCE is not set');
+    expect(one.calls).toEqual([]);
+  });
+
+  it('deploys production without them only with --single-issuer-keys, saying why; staging needs neither', () => {
+    const run = deploy(
+      ['--env', 'production', '--single-issuer-keys'],
+      { databases: [], queues: [], secrets: SECRETS },
+      original,
+    );
+    expect(run.status, run.all).toBe(0);
+    expect(run.stdout).toContain(
+      "Deploying production without JWT_ISSUER and JWT_AUDIENCE (--single-issuer-keys): its verification key is one issuer's, for this service alone.",
+    );
+    expect(run.steps.at(-1)).toBe('deploy');
+    const staging = deploy(['--env', 'staging'], { databases: [], queues: [], secrets: SECRETS }, original);
+    expect(staging.status, staging.all).toBe(0);
+  });
+});
+
+const key = (fill: number) => Buffer.alloc(32, fill).toString('base64');
+
+describe('npm run deploy and the key set that seals signing secrets', () => {
+  const account = (keysInUse: Account['keysInUse'], secrets = SECRETS): Account => ({
+    databases: [{ uuid: 'aaaaaaaa-0000-0000-0000-000000000001', name: 'nft-webhooks' }],
+    queues: PRODUCTION_QUEUES,
+    secrets,
+    keysInUse,
+  });
+
+  it('puts a passed WEBHOOK_SECRET_KEYS that opens every stored secret, before the migrations and the deploy', () => {
+    const keys = `2026-12:${key(2)} 2026-11:${key(1)}`;
+    const run = deploy(
+      ['--env', 'production'],
+      account([
+        { key_id: '2026-11', secrets: 2500 },
+        { key_id: 'default', secrets: 3 },
+      ]),
+      PRODUCTION,
+      {
+        WEBHOOK_SECRET_KEYS: `  ${keys}\n`,
+      },
+    );
+    expect(run.status, run.all).toBe(0);
+    expect(run.steps.slice(-5)).toEqual([
+      'secret list --format json',
+      KEYS_IN_USE,
+      'secret put WEBHOOK_SECRET_KEYS',
+      'd1 migrations apply DB --remote',
+      'deploy',
+    ]);
+    // The value went through stdin, never on the command line; WEBHOOK_SECRET_KEY (the key default) stays.
+    expect(run.account.put).toEqual({ WEBHOOK_SECRET_KEYS: keys });
+    expect(JSON.stringify(run.calls)).not.toContain(key(2));
+    expect(run.all).not.toContain(key(2));
+    expect(run.stdout).toContain('Stored signing secrets, by the key that sealed them: 2026-11 (2500), default (3).');
+    expect(run.stdout).toContain('The key set [2026-12, 2026-11, default] opens every stored signing secret.');
+    expect(run.stdout).toContain('Put WEBHOOK_SECRET_KEYS: keys 2026-12, 2026-11; 2026-12 seals.');
+  });
+
+  it('refuses a key set that cannot open every stored secret: nothing put, no migration, no deploy', () => {
+    const inUse = [
+      { key_id: '2026-11', secrets: 40 },
+      { key_id: '2026-12', secrets: 2460 },
+    ];
+    const run = deploy(['--env', 'production'], account(inUse), PRODUCTION, {
+      WEBHOOK_SECRET_KEYS: `2026-12:${key(2)}`,
+    });
+    expect(run.status, run.all).toBe(1);
+    expect(run.stderr).toContain(
+      'Stopped: the key set [2026-12, default] cannot open every stored signing secret: 40 sealed with key 2026-11.',
+    );
+    expect(run.steps.at(-1)).toBe(KEYS_IN_USE);
+    expect(run.account.put).toBeUndefined();
+    // Without a passed key set, the Worker's WEBHOOK_SECRET_KEY alone (the key default) is checked too.
+    const single = deploy(['--env', 'production'], account([{ key_id: '2026-12', secrets: 1 }]));
+    expect(single.status, single.all).toBe(1);
+    expect(single.stderr).toContain(
+      'the key set [default] cannot open every stored signing secret: 1 sealed with key 2026-12',
+    );
+    expect(single.steps).not.toContain('deploy');
+  });
+
+  it.each([
+    [
+      'an entry without an id',
+      `${key(1)}`,
+      'an entry is not "<id>:<base64 of 32 bytes>" (ids: 1 to 32 letters, digits, _ or -)',
+    ],
+    ['a short key', `k1:${Buffer.alloc(16).toString('base64')}`, 'key k1 is not the base64 of 32 bytes'],
+    ['an id named twice', `k1:${key(1)} k1:${key(2)}`, 'key k1 is named twice'],
+  ])('refuses a passed WEBHOOK_SECRET_KEYS with %s before any wrangler call', (_, keys, problem) => {
+    const run = deploy(['--env', 'production'], account([]), PRODUCTION, { WEBHOOK_SECRET_KEYS: keys });
+    expect(run.status, run.all).toBe(1);
+    expect(run.stderr).toContain(
+      `Refusing to deploy production: WEBHOOK_SECRET_KEYS (passed to npm run deploy): ${problem}.`,
+    );
+    expect(run.calls).toEqual([]);
+  });
+
+  it('reads a new database (no tables yet) as holding no secret, and leaves a WEBHOOK_SECRET_KEYS it was not given as it is', () => {
+    const fresh = deploy(['--env', 'production'], account(null));
+    expect(fresh.status, fresh.all).toBe(0);
+    expect(fresh.stdout).toContain('Stored signing secrets: none.');
+    const kept = deploy(
+      ['--env', 'production'],
+      account([{ key_id: 'k9', secrets: 5 }], ['JWT_SECRET', 'WEBHOOK_SECRET_KEYS']),
+    );
+    expect(kept.status, kept.all).toBe(0);
+    expect(kept.stdout).toContain('WEBHOOK_SECRET_KEYS stays as it is');
+    expect(kept.steps).not.toContain('secret put WEBHOOK_SECRET_KEYS');
+  });
+});
+
+/** A stand-in for the deployed service, in a process of its own (the deploy runs synchronously). */
+const SERVICE = `
+const http = require('node:http');
+const fs = require('node:fs');
+const [log, mode] = process.argv.slice(1);
+http.createServer((req, res) => {
+  fs.appendFileSync(log, JSON.stringify([req.method, req.url, req.headers.authorization ?? null]) + '\\n');
+  if (req.url === '/portal/') {
+    res.writeHead(200, { 'content-type': 'text/html' }).end('<!doctype html><html lang="en"></html>');
+  } else if (mode === 'open') {
+    res.writeHead(200, { 'content-type': 'application/json' }).end('{"return":0,"message":"success"}');
+  } else {
+    res.writeHead(401, { 'content-type': 'application/json' }).end('{"return":20004,"message":"Invalid jwt token"}');
+  }
+}).listen(0, '127.0.0.1', function () { console.log(this.address().port); });
+`;
+
+async function service(mode: 'refusing' | 'open') {
+  const dir = mkdtempSync(join(folder, 'service-'));
+  const log = join(dir, 'requests.log');
+  writeFileSync(log, '');
+  const child: ChildProcess = spawn('node', ['-e', SERVICE, log, mode], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const port = await new Promise<string>((resolve) => child.stdout!.once('data', (d) => resolve(String(d).trim())));
+  return {
+    url: `http://127.0.0.1:${port}`,
+    requests: () =>
+      readFileSync(log, 'utf8')
+        .split('\n')
+        .filter((l) => l !== '')
+        .map((l) => JSON.parse(l)),
+    stop: () => child.kill(),
+  };
+}
+
+describe('npm run deploy: the smoke test after the deploy', () => {
+  it('reads the portal and makes one refused call: GETs only, no token, nothing changed', async () => {
+    const svc = await service('refusing');
+    try {
+      const run = deploy(['--env', 'production'], { databases: [], queues: [], secrets: SECRETS }, PRODUCTION, {
+        DEPLOY_SMOKE_URL: `${svc.url}/`,
+      });
+      expect(run.status, run.all).toBe(0);
+      expect(svc.requests()).toEqual([
+        ['GET', '/portal/', null],
+        ['GET', '/v1.0/app/nft/webhook?limit=1', null],
+      ]);
+      expect(run.stdout).toContain('Smoke test: GET /portal/ answered 200.');
+      expect(run.stdout).toContain('Smoke test: GET /v1.0/app/nft/webhook?limit=1 answered 401.');
+    } finally {
+      svc.stop();
+    }
+  });
+
+  it('fails the deploy, saying how to roll back, when the API does not refuse a call without a token', async () => {
+    const svc = await service('open');
+    try {
+      const run = deploy(['--env', 'production'], { databases: [], queues: [], secrets: SECRETS }, PRODUCTION, {
+        DEPLOY_SMOKE_URL: svc.url,
+      });
+      expect(run.status, run.all).toBe(1);
+      expect(run.stderr).toContain('smoke test: GET');
+      expect(run.stderr).toContain('answered 200: expected 401');
+      expect(run.stderr).toContain('npx wrangler rollback --env production');
+      expect(svc.requests().every(([method]: string[]) => method === 'GET')).toBe(true);
+    } finally {
+      svc.stop();
+    }
+  });
+
+  it('skips it, saying so, when wrangler printed no workers.dev URL and none is given', () => {
+    const run = deploy(['--env', 'production'], {
+      databases: [],
+      queues: [],
+      secrets: SECRETS,
+      deployOutput: 'Deployed (routes only)',
+    });
+    expect(run.status, run.all).toBe(0);
+    expect(run.stdout).toContain('Smoke test skipped: wrangler printed no workers.dev URL; set DEPLOY_SMOKE_URL');
   });
 });
 

@@ -9,6 +9,7 @@ import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'nod
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { jwtVerify } from 'jose';
 import { afterAll, describe, expect, it } from 'vitest';
 import { unstable_readConfig } from 'wrangler';
 import { until } from './receiver';
@@ -21,6 +22,7 @@ afterAll(() => {
   rmSync(folder, { recursive: true, force: true });
 });
 
+const SECRET = 'a-secret-for-this-test-only-0123456789';
 const STACK = `  stack: ${Array.from({ length: 16 }, (_, i) => `/x/workerd@51f5${i}be`).join(' ')}; sentryErrorContext = jsgInternalError; wdErrId = `;
 const dnsBlock = (id: string) =>
   `\x1b[31m✘ \x1b[41;31m[\x1b[41;97mERROR\x1b[41;31m]\x1b[0m \x1b[1me = kj/async-io-unix.c++:1298: failed: DNS lookup failed.; params.host = demo-app-1.example; params.service = ; gai_strerror(status) = Name or service not known\x1b[0m\n\n${STACK}${id}\n\n\n`;
@@ -72,7 +74,15 @@ describe('npm start (scripts/dev.mjs)', () => {
     let stderr = '';
     child = spawn('node', ['scripts/dev.mjs', '--port', String(port), '--local'], {
       cwd: root,
-      env: { ...process.env, DEV_WRANGLER: fake, FAKE_LOG: log, DEV_CRON_INTERVAL_SECONDS: '1' },
+      env: {
+        ...process.env,
+        DEV_WRANGLER: fake,
+        FAKE_LOG: log,
+        DEV_CRON_INTERVAL_SECONDS: '1',
+        JWT_SECRET: SECRET,
+        JWT_ISSUER: '',
+        JWT_AUDIENCE: '',
+      },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     child.stdout?.on('data', (c: Buffer) => {
@@ -91,6 +101,20 @@ describe('npm start (scripts/dev.mjs)', () => {
     expect(calls()).toContain('GET /__scheduled?cron=*%20*%20*%20*%20*');
     expect(stdout).toContain('[npm start] the Cron Trigger runs every 1 s');
     expect(stdout).toContain('"msg":"delivery attempt"');
+    // Once the service answers: a link that opens the demo application's portal, signed with JWT_SECRET.
+    await until(
+      () => `the portal link:\n${stdout}`,
+      () => stdout.includes('#token='),
+    );
+    expect(calls()).toContain('GET /portal/');
+    const link = new RegExp(
+      `^\\[npm start\\] the portal of demo-app-1 \\(valid 30 minutes; npm run portal -- demo-app-1 prints another\\): http://localhost:${port}/portal/#token=(\\S+)$`,
+      'm',
+    ).exec(stdout);
+    expect(link, stdout).not.toBeNull();
+    const { payload } = await jwtVerify(link![1]!, new TextEncoder().encode(SECRET));
+    expect(payload.sub).toBe('demo-app-1');
+    expect(payload.exp! - payload.iat!).toBe(1800);
     // workerd's blocks, and the Uncaught Error naming one of them, are gone; other errors stay.
     await until(
       () => `the other errors:\n${stderr}`,

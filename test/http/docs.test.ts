@@ -62,6 +62,20 @@ describe('the docs, against the code', () => {
     expect(said).toBe(words[count] ?? String(count));
   });
 
+  it("the README's screenshot caption names what scripts/portal-screenshot.mjs sends: test events, by type", () => {
+    const readme = readFileSync(join(root, 'README.md'), 'utf8');
+    const caption = /!\[([^\]]*)\]\(docs\/portal-endpoint\.png\)/.exec(readme)?.[1] ?? '';
+    const script = readFileSync(join(root, 'scripts/portal-screenshot.mjs'), 'utf8');
+    const sent = [...script.matchAll(/api\('POST', '([^']+)', \{([^}]*)\}\)/g)].filter(
+      ([, path]) => path !== 'webhook',
+    );
+    // Only test events, and no other event: the caption says so, with the count and every type.
+    expect(sent.map(([, path]) => path)).toEqual(['webhook/test', 'webhook/test']);
+    const types = sent.map(([, , body]) => /type: '([^']+)'/.exec(body as string)?.[1] ?? 'webhook.test');
+    expect(caption).toContain('two test events');
+    for (const type of types) expect(caption).toContain(type);
+  });
+
   it('no document calls the Cron Trigger hourly: it runs every minute, in every environment', () => {
     for (const env of [undefined, 'staging', 'production']) {
       expect(

@@ -111,6 +111,19 @@ describe('npm run receiver', () => {
     );
   });
 
+  it('answers --status with that status, and --delay seconds late (a slow receiver), as the README failure modes run it', async () => {
+    const secret = newSecret();
+    const failing = await startReceiver(['--status', '500'], { WEBHOOK_SECRET: secret });
+    expect(failing.output()).toContain('(answers 500)');
+    expect((await send(failing.port, '{}', [secret])).status).toBe(500);
+    receiver?.kill('SIGKILL');
+    const slow = await startReceiver(['--delay', '2'], { WEBHOOK_SECRET: secret });
+    expect(slow.output()).toContain('(answers 204 after 2 s)');
+    const started = Date.now();
+    expect((await send(slow.port, '{}', [secret])).status).toBe(204);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(1900);
+  });
+
   it('prints its usage for --help and without a secret', () => {
     const { WEBHOOK_SECRET: _, ...env } = process.env;
     const help = spawnSync('node', ['examples/receiver.mjs', '--help'], { cwd: root, env, encoding: 'utf8' });
@@ -119,6 +132,30 @@ describe('npm run receiver', () => {
     const none = spawnSync('node', ['examples/receiver.mjs'], { cwd: root, env, encoding: 'utf8' });
     expect(none.status).toBe(2);
     expect(none.stderr).toContain('Usage: WEBHOOK_SECRET=whsec_... npm run receiver');
+  });
+});
+
+describe('npm run portal', () => {
+  const env = { ...process.env, JWT_SECRET: 'a-secret-for-this-test-only-0123456789' };
+  it.each([['--help'], ['-h'], ['demo-app-1', '--help']])(
+    'prints its usage for %s (through npm, as the README runs it), not a link',
+    (...args) => {
+      const run = spawnSync('npm', ['run', '-s', 'portal', '--', ...args], { cwd: root, encoding: 'utf8', env });
+      expect(run.status, run.stderr).toBe(0);
+      expect(run.stdout).toContain('Usage: npm run portal -- <app_id> [--read-only] [--ttl <seconds>] [--base <url>]');
+      expect(run.stdout).not.toContain('#token=');
+    },
+  );
+
+  it('refuses an option it does not know (exit 2), and prints a link for an application', () => {
+    const bad = spawnSync('node', ['scripts/portal-link.mjs', '--nope'], { cwd: root, encoding: 'utf8', env });
+    expect(bad.status).toBe(2);
+    expect(bad.stderr).toContain('Usage: npm run portal');
+    expect(bad.stdout).toBe('');
+    const link = spawnSync('node', ['scripts/portal-link.mjs', 'demo-app-1'], { cwd: root, encoding: 'utf8', env });
+    expect(link.stdout).toMatch(/^http:\/\/localhost:8787\/portal\/#token=[\w-]+\.[\w-]+\.[\w-]+\n$/);
+    const [, payload] = link.stdout.split('#token=')[1]!.split('.');
+    expect(JSON.parse(Buffer.from(payload!, 'base64url').toString()).sub).toBe('demo-app-1');
   });
 });
 
