@@ -1,5 +1,5 @@
-import ipaddr from 'ipaddr.js';
 import { ConfigError, InvalidInput } from '../core/errors';
+import { isPublicIPv4, isPublicIPv6 } from '../core/ip-address';
 import { perIsolate, setting } from '../core/settings';
 import { isWellFormed } from '../core/text';
 
@@ -11,20 +11,6 @@ export const MAX_URL_LENGTH = 2048;
 const LOCAL_NAMES = ['localhost', 'local', 'internal', 'home.arpa', 'test', 'invalid', 'onion'];
 
 const refused = (why: string) => new InvalidInput(`url ${why}`);
-
-/**
- * Whether an IP literal is a public unicast address. The WHATWG parser has already turned every
- * numeric spelling (`2130706433`, `0x7f.1`, `127.1`, `[::ffff:127.0.0.1]`) into its canonical
- * form, so the parsed host is what is classified. ipaddr.js knows every special-purpose range
- * (loopback, private, link-local, CGNAT, unspecified, multicast, broadcast, reserved, benchmarking,
- * unique-local, IPv4-mapped and -translated, 6to4, Teredo, ...): anything in one is refused.
- * IPv6 must also lie in 2000::/3, the only space allocated for global unicast.
- */
-function isPublicAddress(host: string): boolean {
-  const address = ipaddr.parse(host);
-  if (address.range() !== 'unicast') return false;
-  return address.kind() === 'ipv4' || ((address as ipaddr.IPv6).parts[0] as number) >> 13 === 1;
-}
 
 /** Whether a (lower-case, punycoded) host name can be a public DNS name. */
 function isPublicName(host: string): boolean {
@@ -68,10 +54,13 @@ export function webhookUrl(text: string, allowed?: ReadonlySet<string>): string 
   if (href.includes('#')) throw refused('must not contain a fragment');
   if (href.length > MAX_URL_LENGTH) throw refused(`longer than ${MAX_URL_LENGTH} characters`);
   if (waived) return href;
+  // The WHATWG parser has turned every numeric spelling of an address (`2130706433`, `0x7f.1`,
+  // `127.1`, `[::ffff:127.0.0.1]`) into dotted decimal or bracketed hex: a host whose last label
+  // is a number is an IPv4 address (or the URL did not parse), one in brackets an IPv6 address.
   const host = url.hostname;
-  const literal = host.startsWith('[') ? host.slice(1, -1) : host;
-  if (ipaddr.isValid(literal) && (host.startsWith('[') || ipaddr.IPv4.isValidFourPartDecimal(literal))) {
-    if (!isPublicAddress(literal)) throw rule('host is not a public address');
+  if (host.startsWith('[') || /\.\d+\.?$|^\d+$/.test(host)) {
+    const isPublic = host.startsWith('[') ? isPublicIPv6(host.slice(1, -1)) : isPublicIPv4(host);
+    if (!isPublic) throw rule('host is not a public address');
   } else if (!isPublicName(host)) {
     throw rule('host is not a public DNS name');
   }
