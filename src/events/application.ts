@@ -8,7 +8,6 @@ import { groupBy } from '../core/batches';
 import { deliveryConfig } from '../core/delivery-settings';
 import { log } from '../core/log';
 import { type EventToStore, insertEvents, type StoredEvent, webhookOf } from './store/events';
-import { insertMovedEvents, type MovedEvent } from './store/moved';
 import { handedOver, outbox, outboxEmpty } from './store/outbox';
 import { oldestEvent, purgeEvents } from './store/retention';
 import { migrateApplication } from './store/schema';
@@ -47,11 +46,6 @@ export class Application extends DurableObject<CloudflareBindings> {
   /** The webhook whose endpoint holds the delivery, or null when the application has none such. */
   locate(deliveryId: string): string | null {
     return webhookOf(this.ctx.storage.sql, deliveryId);
-  }
-
-  /** Events and delivery index rows moved from D1 (a repeat changes nothing). */
-  moveIn(events: MovedEvent[], deliveries: { delivery_id: string; webhook_id: string; created_at: string }[]): void {
-    this.ctx.storage.transactionSync(() => insertMovedEvents(this.ctx.storage.sql, events, deliveries));
   }
 
   override async alarm(): Promise<void> {
