@@ -1,5 +1,7 @@
-// The middle of a sending pass: each due delivery's request, signed and sent, as a value. Nothing
-// here writes to storage.
+// The middle of a sending pass: each due delivery's request, signed and sent, as a value. Its one
+// write is in D1, before signing: a webhook from before signing secrets is given its secret
+// (provideSecrets, atomically). What the attempts did is recorded by the caller (record.ts, then
+// the endpoint's object).
 
 import type { DeliveryConfig } from '../core/delivery-settings';
 import { ConfigError, describeFailure, InvalidInput } from '../core/errors';
@@ -11,7 +13,7 @@ import { webhookUrl } from '../webhooks/url';
 import { type AttemptResult, attempt } from './attempt';
 import { afterAttempt } from './schedule';
 import { signature, signingKey } from './signing';
-import type { DeliveryToAttempt } from './store/endpoint';
+import type { DeliveryToAttempt } from './store/sending';
 
 /** Attempts open at once per endpoint: the runtime allows six open connections per invocation. */
 export const MAX_CONCURRENT_ATTEMPTS = 6;
@@ -137,7 +139,7 @@ function attempted(row: DeliveryToAttempt, at: number, result: AttemptResult, co
     msg: 'delivery attempt',
     delivery_id: row.delivery_id,
     webhook_id: row.webhook_id,
-    event_id: row.event_id,
+    message_id: row.message_id,
     attempt: change.attempts,
     status: result.status,
     error: result.error,
@@ -185,9 +187,9 @@ async function dispatch(
   const body = encoder.encode(row.payload);
   const timestamp = Math.floor(at / 1000);
   const headers = {
-    'webhook-id': row.event_id,
+    'webhook-id': row.message_id,
     'webhook-timestamp': String(timestamp),
-    'webhook-signature': await signature(keys, row.event_id, timestamp, body),
+    'webhook-signature': await signature(keys, row.message_id, timestamp, body),
   };
   // Only the request holds one of the six connections; signing and recording do not.
   const timeoutMs = context.config.timeoutSeconds * 1000;

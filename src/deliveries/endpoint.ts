@@ -8,31 +8,29 @@ import { ConfigError, describeFailure } from '../core/errors';
 import { log } from '../core/log';
 import type { Page } from '../core/pages';
 import { newSchedule } from '../core/send-rate';
+import { startWithSchema } from '../platform/object-schema';
 import { allowedOrigins } from '../webhooks/url';
 import { WAIT_SECONDS } from './schedule';
 import { type SendSettings, sendDue } from './send';
 import {
-  type AttemptRecord,
   type AttemptRow,
   type DeliveryPageQuery,
   type DeliveryRow,
-  endpointWebhook,
   eventOf,
   getDelivery,
   type HourCounts,
-  insertDeliveries,
-  insertMoved,
   listDeliveries,
-  type MovedDelivery,
-  migrateEndpoint,
-  type NewDelivery,
-  nextDue,
-  oldestCreated,
-  purgeDeliveries,
   readHourCounts,
+} from './store/log';
+import { oldestCreated, purgeDeliveries } from './store/retention';
+import { ENDPOINT_SCHEMA } from './store/schema';
+import {
+  endpointWebhook,
+  insertDeliveries,
+  type NewDelivery,
   recoverDeliveries,
   rememberWebhook,
-} from './store/endpoint';
+} from './store/sending';
 
 /** Passes one alarm runs at most before it hands over to the next alarm (at once). */
 const PASSES_PER_ALARM = 20;
@@ -52,25 +50,17 @@ export class Endpoint extends DurableObject<CloudflareBindings> {
 
   constructor(ctx: DurableObjectState, env: CloudflareBindings) {
     super(ctx, env);
-    migrateEndpoint(ctx.storage.sql);
+    // Its tables at this release's version before any call or alarm reaches it.
+    startWithSchema(ctx, ENDPOINT_SCHEMA);
   }
 
   /** New deliveries handed over by their application's object (a repeat changes nothing); sent at once. */
-  async enqueue(webhookId: string, deliveries: NewDelivery[]): Promise<void> {
+  async handOver(webhookId: string, deliveries: NewDelivery[]): Promise<void> {
     const added = this.ctx.storage.transactionSync(() => {
       rememberWebhook(this.ctx.storage.sql, webhookId);
       return insertDeliveries(this.ctx.storage.sql, deliveries);
     });
     if (added > 0) await this.workArrived(Date.now());
-  }
-
-  /** Deliveries moved from D1, with their attempts, each as it was; pending ones are sent when due. */
-  async moveIn(webhookId: string, deliveries: MovedDelivery[], attempts: AttemptRecord[]): Promise<void> {
-    this.ctx.storage.transactionSync(() => {
-      rememberWebhook(this.ctx.storage.sql, webhookId);
-      insertMoved(this.ctx.storage.sql, deliveries, attempts);
-    });
-    await this.workArrived(nextDue(this.ctx.storage.sql) ?? Date.now());
   }
 
   list(query: DeliveryPageQuery): Page<DeliveryRow> {
@@ -109,7 +99,7 @@ export class Endpoint extends DurableObject<CloudflareBindings> {
   }
 
   /**
-   * Deliveries became due by `at` (handed over, moved in, recovered): the alarm rings no later
+   * Deliveries became due by `at` (handed over, recovered): the alarm rings no later
    * than that. While a pass is under way its end sets the alarm, so it is only told, and comes
    * back for them: setting the alarm now would be overwritten by it.
    */

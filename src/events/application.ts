@@ -7,20 +7,11 @@ import { DurableObject } from 'cloudflare:workers';
 import { groupBy } from '../core/batches';
 import { deliveryConfig } from '../core/delivery-settings';
 import { log } from '../core/log';
-import {
-  type EventToStore,
-  handedOver,
-  insertMovedEvents,
-  type MovedEvent,
-  migrateApplication,
-  oldestEvent,
-  outbox,
-  outboxEmpty,
-  purgeEvents,
-  type StoredEvent,
-  storeEvents,
-  webhookOf,
-} from './store';
+import { startWithSchema } from '../platform/object-schema';
+import { type EventToStore, insertEvents, type StoredEvent, webhookOf } from './store/events';
+import { handedOver, outbox, outboxEmpty } from './store/outbox';
+import { oldestEvent, purgeEvents } from './store/retention';
+import { APPLICATION_SCHEMA } from './store/schema';
 
 /** How soon the alarm tries again a handover that failed (or never finished). */
 const HANDOVER_RETRY_MS = 5_000;
@@ -32,7 +23,8 @@ const HOUR_MS = 3_600_000;
 export class Application extends DurableObject<CloudflareBindings> {
   constructor(ctx: DurableObjectState, env: CloudflareBindings) {
     super(ctx, env);
-    migrateApplication(ctx.storage.sql);
+    // Its tables at this release's version before any call or alarm reaches it.
+    startWithSchema(ctx, APPLICATION_SCHEMA);
   }
 
   /**
@@ -46,7 +38,7 @@ export class Application extends DurableObject<CloudflareBindings> {
     if (alarm === null || alarm > Date.now() + HANDOVER_RETRY_MS) {
       await this.ctx.storage.setAlarm(Date.now() + HANDOVER_RETRY_MS);
     }
-    const stored = this.ctx.storage.transactionSync(() => storeEvents(this.ctx.storage.sql, events, targets));
+    const stored = this.ctx.storage.transactionSync(() => insertEvents(this.ctx.storage.sql, events, targets));
     // Its own events only: those of publishes under way are theirs to hand over.
     const made = stored.filter((s) => s.deliveryIds.length > 0).map((s) => s.eventId);
     if (made.length > 0) await this.handOver(made);
@@ -56,11 +48,6 @@ export class Application extends DurableObject<CloudflareBindings> {
   /** The webhook whose endpoint holds the delivery, or null when the application has none such. */
   locate(deliveryId: string): string | null {
     return webhookOf(this.ctx.storage.sql, deliveryId);
-  }
-
-  /** Events and delivery index rows moved from D1 (a repeat changes nothing). */
-  moveIn(events: MovedEvent[], deliveries: { delivery_id: string; webhook_id: string; created_at: string }[]): void {
-    this.ctx.storage.transactionSync(() => insertMovedEvents(this.ctx.storage.sql, events, deliveries));
   }
 
   override async alarm(): Promise<void> {
@@ -91,7 +78,7 @@ export class Application extends DurableObject<CloudflareBindings> {
     await Promise.all(
       [...byWebhook].map(async ([webhookId, deliveries]) => {
         try {
-          await this.env.ENDPOINTS.getByName(webhookId).enqueue(
+          await this.env.ENDPOINTS.getByName(webhookId).handOver(
             webhookId,
             deliveries.map((d) => d.delivery),
           );

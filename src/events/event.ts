@@ -2,7 +2,7 @@
 import { isEventType } from '../core/event-types';
 import { isAppId } from '../core/text';
 import { badInput } from '../http/envelope';
-import type { EventToStore } from './store';
+import type { EventToStore } from './store/events';
 
 /** An event as it is stored: whose webhooks receive it, its type, and the body every attempt sends. */
 export interface NewEvent {

@@ -25,6 +25,9 @@ const allowedOrigins = (config: string, env?: string) =>
  * What the stand-in's account has; `secrets: null` means the Worker does not exist. `keysInUse`:
  * what D1 answers for the key ids of the stored secrets (null: the database has no tables yet);
  * `put`: the secrets' values put through `wrangler secret put`; `deployOutput`: what deploy prints.
+ * Its D1 database (any of them): `old`, the tables of the releases before the Durable Objects with
+ * their rows (absent: none); `moveMigration: false`, it never had the move's migration
+ * 0005_objects.sql; `postDeploy`, the post-deploy migrations applied.
  */
 interface Account {
   databases: { uuid: string; name: string }[];
@@ -33,6 +36,9 @@ interface Account {
   keysInUse?: { key_id: string; secrets: number }[] | null;
   put?: Record<string, string>;
   deployOutput?: string;
+  old?: Record<string, number>;
+  moveMigration?: boolean;
+  postDeploy?: string[];
 }
 
 // The stand-in: records argv (one JSON line per call), answers from and updates the state file.
@@ -67,6 +73,28 @@ if (a === 'd1' && b === 'list') {
     process.exit(1);
   }
   console.log(JSON.stringify(state.secrets.map((name) => ({ name, type: 'secret_text' })), null, '  '));
+} else if (a === 'd1' && b === 'execute' && argv.some((x) => x.startsWith('--command='))) {
+  // The SQL the deploy script sends, answered from the state: which old tables there are, which
+  // hold rows; the post-deploy migrations applied, and applying one (which drops the old tables).
+  const sql = argv.find((x) => x.startsWith('--command=')).slice(10);
+  const old = state.old ?? {};
+  const names = (list) => [{ results: list.map((name) => ({ name })), success: true }];
+  if (sql.includes('FROM sqlite_master')) console.log(JSON.stringify(names(Object.keys(old))));
+  else if (sql.includes('WHERE EXISTS')) {
+    const held = Object.keys(old).filter((t) => old[t] > 0);
+    if (state.moveMigration === false) held.push('no 0005_objects.sql');
+    console.log(JSON.stringify(names(held)));
+  } else if (sql.includes('INSERT INTO d1_post_deploy_migrations')) {
+    state.postDeploy = [...(state.postDeploy ?? []), /VALUES [(]'([^']+)'[)]/.exec(sql)[1]];
+    delete state.old;
+    save();
+    console.log(JSON.stringify(names([])));
+  } else if (sql.includes('SELECT name FROM d1_post_deploy_migrations')) {
+    console.log(JSON.stringify([{ results: [], success: true }, ...names(state.postDeploy ?? [])]));
+  } else {
+    console.error('unexpected SQL: ' + sql);
+    process.exit(3);
+  }
 } else if (a === 'd1' && b === 'migrations') {
   console.log('✅ migrations applied');
 } else if (a === 'd1' && b === 'execute' && argv.includes('--remote') && argv.includes('--json')) {
@@ -139,10 +167,11 @@ function deploy(args: string[], account: Account, toml = PRODUCTION, env: Record
     toml: readFileSync(config, 'utf8'),
     account: JSON.parse(readFileSync(state, 'utf8')) as Account,
     calls,
-    /** The calls without the `--config <file> --env <name>` every one of them ends with (and without the SQL). */
+    /** The calls without the `--config <file> --env <name>` every one of them ends with (and without their SQL). */
     steps: calls.map((argv) =>
       argv
         .slice(0, -4)
+        .map((x) => (x.startsWith('--command=') ? '--command' : x))
         .join(' ')
         .replace(/--command [\s\S]*/, '--command <keys in use>'),
     ),
@@ -154,8 +183,11 @@ const databaseId = (config: string, env: string) =>
     (d: { binding: string }) => d.binding === 'DB',
   )?.database_id;
 
-const PRODUCTION_QUEUES = ['nft-webhook-events', 'nft-webhook-deliveries'];
-const STAGING_QUEUES = ['nft-webhook-events-staging', 'nft-webhook-deliveries-staging'];
+const PRODUCTION_QUEUES = ['nft-webhook-events'];
+const STAGING_QUEUES = ['nft-webhook-events-staging'];
+/** A read of the database (the old tables, the post-deploy migrations applied) or a post-deploy migration. */
+const D1_EXECUTE = 'd1 execute DB --remote --json --command';
+const POST_DEPLOY = ['0001_drop_moved_tables.sql'];
 const SECRETS = ['JWT_SECRET', 'WEBHOOK_SECRET_KEY'];
 const KEYS_IN_USE = 'd1 execute DB --remote --json --command <keys in use>';
 
@@ -167,25 +199,27 @@ describe('npm run deploy -- --env <staging|production>', () => {
       'd1 list --json',
       'd1 create nft-webhooks',
       'd1 list --json',
+      D1_EXECUTE,
       'queues info nft-webhook-events',
       'queues create nft-webhook-events',
-      'queues info nft-webhook-deliveries',
-      'queues create nft-webhook-deliveries',
       'secret list --format json',
       KEYS_IN_USE,
       'd1 migrations apply DB --remote',
       'deploy',
+      D1_EXECUTE,
+      D1_EXECUTE,
     ]);
     for (const argv of run.calls) expect(argv.slice(-4)).toEqual(['--config', run.config, '--env', 'production']);
     expect(run.account).toEqual({
       databases: [{ uuid: CREATED_ID, name: 'nft-webhooks' }],
       queues: PRODUCTION_QUEUES,
       secrets: SECRETS,
+      postDeploy: POST_DEPLOY,
     });
     expect(run.stdout).toContain(`Created D1 database nft-webhooks (id ${CREATED_ID}).`);
     expect(run.stdout).toContain(`Wrote database_id = "${CREATED_ID}"`);
     expect(run.stdout).toContain('Created queue nft-webhook-events.');
-    expect(run.stdout).toContain('Created queue nft-webhook-deliveries.');
+    expect(run.stdout).toContain(`Post-deploy migrations applied: ${POST_DEPLOY.join(', ')}.`);
     // The id went into production's block only: staging still has the placeholder.
     expect(databaseId(run.config, 'production')).toBe(CREATED_ID);
     expect(databaseId(run.config, 'staging')).toBe(PLACEHOLDER);
@@ -200,23 +234,25 @@ describe('npm run deploy -- --env <staging|production>', () => {
       ],
       queues: [...PRODUCTION_QUEUES, ...STAGING_QUEUES],
       secrets: ['JWT_SECRET', 'WEBHOOK_SECRET_KEY', 'OTHER'],
+      postDeploy: POST_DEPLOY,
     };
     for (const args of [['--env', 'staging'], ['--env=staging'], ['staging']]) {
       const run = deploy(args, account);
       expect(run.status, run.all).toBe(0);
       expect(run.steps).toEqual([
         'd1 list --json',
+        D1_EXECUTE,
         'queues info nft-webhook-events-staging',
-        'queues info nft-webhook-deliveries-staging',
         'secret list --format json',
         KEYS_IN_USE,
         'd1 migrations apply DB --remote',
         'deploy',
+        D1_EXECUTE,
       ]);
       for (const argv of run.calls) expect(argv.slice(-2)).toEqual(['--env', 'staging']);
       expect(run.stdout).toContain('Found D1 database nft-webhooks-staging (id bbbbbbbb-0000-0000-0000-000000000002).');
       expect(run.stdout).toContain('Found queue nft-webhook-events-staging.');
-      expect(run.stdout).toContain('Found queue nft-webhook-deliveries-staging.');
+      expect(run.stdout).toContain('Post-deploy migrations applied: none pending.');
       expect(run.stdout).not.toContain('Created');
       expect(databaseId(run.config, 'staging')).toBe('bbbbbbbb-0000-0000-0000-000000000002');
       // Run again on the file it wrote: the id is there, nothing is written.
@@ -318,6 +354,67 @@ describe('npm run deploy -- --env <staging|production>', () => {
   });
 });
 
+describe('npm run deploy over a database of the releases before the Durable Objects', () => {
+  const account = (extra: Partial<Account>): Account => ({
+    databases: [{ uuid: 'aaaaaaaa-0000-0000-0000-000000000001', name: 'nft-webhooks' }],
+    queues: PRODUCTION_QUEUES,
+    secrets: SECRETS,
+    ...extra,
+  });
+  const empty = { events: 0, deliveries: 0, delivery_attempts: 0, delivery_stats: 0 };
+
+  it.each([
+    [
+      'rows in the old tables (the move has not run)',
+      { old: { ...empty, events: 3, deliveries: 2, delivery_stats: 1 } },
+      'events, deliveries, delivery_stats',
+    ],
+    [
+      'empty old tables but no move migration (a release before the move is live)',
+      { old: empty, moveMigration: false },
+      'no 0005_objects.sql',
+    ],
+  ])('refuses %s before changing anything, naming the release to deploy first and why', (_, extra, named) => {
+    const before = account(extra);
+    const run = deploy(['production'], before, PRODUCTION.replace(PLACEHOLDER, 'aaaaaaaa-0000-0000-0000-000000000001'));
+    expect(run.status, run.all).toBe(1);
+    expect(run.stderr).toContain(`still holds deliveries of a release before the Durable Objects (${named})`);
+    expect(run.stderr).toContain('Deploy release 6569f6d first (git checkout 6569f6d && npm run deploy -- production)');
+    expect(run.stderr).toContain('moves them into the Durable Objects');
+    expect(run.stderr).toContain('Nothing was changed.');
+    // Two reads, nothing else: no queue, no migration, no deploy, no drop.
+    expect(run.steps).toEqual(['d1 list --json', D1_EXECUTE, D1_EXECUTE]);
+    expect(run.account).toEqual(before);
+  });
+
+  it('goes on over empty old tables of the move release: migrates, deploys, then drops them (once)', () => {
+    const run = deploy(['production'], account({ old: empty }), PRODUCTION);
+    expect(run.status, run.all).toBe(0);
+    expect(run.steps).toEqual([
+      'd1 list --json',
+      D1_EXECUTE,
+      D1_EXECUTE,
+      'queues info nft-webhook-events',
+      'secret list --format json',
+      KEYS_IN_USE,
+      'd1 migrations apply DB --remote',
+      'deploy',
+      D1_EXECUTE,
+      D1_EXECUTE,
+    ]);
+    // The drop goes after the deploy, with its record, as one command.
+    const drop = run.calls.at(-1)?.find((x) => x.startsWith('--command=')) ?? '';
+    expect(drop).toContain('DROP TABLE deliveries;');
+    expect(drop).toContain("INSERT INTO d1_post_deploy_migrations (name) VALUES ('0001_drop_moved_tables.sql');");
+    expect(run.account.old).toBeUndefined();
+    expect(run.account.postDeploy).toEqual(POST_DEPLOY);
+    const again = deploy(['production'], run.account, run.toml);
+    expect(again.status, again.all).toBe(0);
+    expect(again.steps.filter((s) => s === D1_EXECUTE)).toHaveLength(2);
+    expect(again.stdout).toContain('Post-deploy migrations applied: none pending.');
+  });
+});
+
 function writeTemp(toml: string) {
   const file = join(mkdtempSync(join(folder, 'toml-')), 'wrangler.toml');
   writeFileSync(file, toml);
@@ -383,7 +480,8 @@ describe("npm run deploy: production's issuer and audience", () => {
     expect(run.stdout).toContain(
       "Deploying production without JWT_ISSUER and JWT_AUDIENCE (--single-issuer-keys): its verification key is one issuer's, for this service alone.",
     );
-    expect(run.steps.at(-1)).toBe('deploy');
+    // The deploy, then the post-deploy migrations (their record read, the drop applied).
+    expect(run.steps.slice(-3)).toEqual(['deploy', D1_EXECUTE, D1_EXECUTE]);
     const staging = deploy(['--env', 'staging'], { databases: [], queues: [], secrets: SECRETS }, original);
     expect(staging.status, staging.all).toBe(0);
   });
@@ -413,7 +511,7 @@ describe('npm run deploy and the key set that seals signing secrets', () => {
       },
     );
     expect(run.status, run.all).toBe(0);
-    expect(run.steps.slice(-5)).toEqual([
+    expect(run.steps.slice(-7, -2)).toEqual([
       'secret list --format json',
       KEYS_IN_USE,
       'secret put WEBHOOK_SECRET_KEYS',
