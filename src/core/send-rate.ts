@@ -1,25 +1,42 @@
-// An endpoint's send rate as a schedule of start times (the generic cell rate algorithm, a token
-// bucket that can promise): `rate` starts a second, with a burst of one second's worth. A start that
-// cannot be now is given a slot of its own in the future, kept until it is claimed, so a backlog
-// is served in order at the rate, each delivery held back once.
+// A send rate as a sliding window of start times: at most `rate` starts in any second. A start
+// that cannot be now is given a slot of its own in the future, kept until it is claimed, so a
+// backlog is served in order at the rate, each delivery held back once. Unlike a token bucket
+// (whose burst after an idle second lets up to twice the rate through within one second), no
+// window of one second ever sees more than `rate` starts (`rate` + 1 when both ends count).
 
-/** The schedule of one endpoint: when the next start is due, and the slots promised. */
+/** The starts of one endpoint (or host): when the last ones were, and the slots promised. */
 export interface SendSchedule {
-  /** The theoretical arrival time of the next start (ms). */
-  tat: number;
+  /** The latest starts, oldest first (ms), promised slots included: at most MAX_RATE of them. */
+  starts: number[];
   /** Slots promised to held-back deliveries, by delivery id (ms). */
   promised: Map<string, number>;
 }
 
-export const newSchedule = (): SendSchedule => ({ tat: 0, promised: new Map() });
+export const newSchedule = (starts: number[] = []): SendSchedule => ({ starts, promised: new Map() });
 
+/** Starts kept: the most any rate may allow in a second. */
+const MAX_RATE = 1000;
+const WINDOW_MS = 1000;
 /** Promised slots unclaimed this long after their time are forgotten (the delivery went elsewhere). */
 const FORGET_AFTER_MS = 10 * 60_000;
+
+/** The earliest time a new start may take at `rate` a second (never before `now`). */
+function nextStart(schedule: SendSchedule, rate: number, now: number): number {
+  const { starts } = schedule;
+  const limit = Math.max(1, Math.min(rate, MAX_RATE));
+  const bound = starts.length >= limit ? (starts[starts.length - limit] as number) + WINDOW_MS : now;
+  return Math.max(now, bound);
+}
+
+function take(schedule: SendSchedule, at: number): void {
+  schedule.starts.push(at);
+  if (schedule.starts.length > MAX_RATE) schedule.starts.splice(0, schedule.starts.length - MAX_RATE);
+}
 
 /**
  * Whether delivery `id` may start at `now` at `rate` a second: 0 when it may, else the
  * milliseconds until its slot. A delivery that comes back for its promised slot starts then,
- * never earlier; a new one starts now while the burst allows, else is promised the next free slot.
+ * never earlier; a new one starts now while the window allows, else is promised the next free slot.
  */
 export function admit(schedule: SendSchedule, id: string, rate: number, now: number): number {
   const slot = schedule.promised.get(id);
@@ -28,13 +45,38 @@ export function admit(schedule: SendSchedule, id: string, rate: number, now: num
     schedule.promised.delete(id);
     return 0;
   }
-  const interval = 1000 / rate;
-  const tolerance = 1000 - interval;
-  const at = Math.max(now, schedule.tat - tolerance);
-  schedule.tat = Math.max(schedule.tat, at) + interval;
+  const at = nextStart(schedule, rate, now);
+  take(schedule, at);
   if (at <= now) return 0;
   schedule.promised.set(id, at);
   return at - now;
+}
+
+/**
+ * Up to `count` start times at `rate` a second from `now` on, within the next `horizonMs`, taken
+ * from the schedule: each is a slot that one start may use (a host's budget handed to a pass).
+ * `slackMs`: how late after its slot a start may be; the slots are spaced so that starts anywhere
+ * in [slot, slot + slackMs] still keep the window.
+ */
+export function takeSlots(
+  schedule: SendSchedule,
+  count: number,
+  rate: number,
+  now: number,
+  horizonMs: number,
+  slackMs: number,
+): number[] {
+  const slots: number[] = [];
+  const { starts } = schedule;
+  const limit = Math.max(1, Math.min(rate, MAX_RATE));
+  while (slots.length < count) {
+    const bound = starts.length >= limit ? (starts[starts.length - limit] as number) + WINDOW_MS + slackMs : now;
+    const at = Math.max(now, bound);
+    if (at > now + horizonMs) break;
+    take(schedule, at);
+    slots.push(at);
+  }
+  return slots;
 }
 
 /** Forgets promised slots long past (their deliveries ended, or were cancelled). */
