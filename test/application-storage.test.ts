@@ -94,7 +94,7 @@ describe("an endpoint's object that cannot take its deliveries", () => {
     const hook = await registerWebhook(app);
     const other = await registerWebhook(app, { url: `https://${app}.example.com/other` });
     await runInDurableObject(endpointOf(hook.id), (instance: Endpoint) => {
-      vi.spyOn(instance, 'enqueue').mockRejectedValue(new Error('overloaded'));
+      vi.spyOn(instance, 'handOver').mockRejectedValue(new Error('overloaded'));
     });
 
     const res = await publish({ app_id: app, type: 'NEW_NFT', data: { n: 1 } });

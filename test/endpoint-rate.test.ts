@@ -3,7 +3,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { deliveryConfig } from '../src/core/delivery-settings';
 import { admit, newSchedule, type SendSchedule } from '../src/core/send-rate';
 import { sendDue } from '../src/deliveries/send';
-import { insertDeliveries, rememberWebhook } from '../src/deliveries/store/endpoint';
+import { insertDeliveries, rememberWebhook } from '../src/deliveries/store/sending';
 import { allowedOrigins } from '../src/webhooks/url';
 import { deliverDue, endpointOf, storedAttempts } from './helpers/objects';
 import { receiver } from './helpers/receiver';

@@ -1,6 +1,7 @@
 import { applyD1Migrations, env, runInDurableObject, SELF } from 'cloudflare:test';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { insertMoved, purgeDeliveries } from '../src/deliveries/store/endpoint';
+import { insertMoved } from '../src/deliveries/store/moved';
+import { purgeDeliveries } from '../src/deliveries/store/retention';
 import { countingDb } from './helpers/database';
 import { deliverDue, endpointOf, endpointSql } from './helpers/objects';
 import { receiver } from './helpers/receiver';

@@ -12,7 +12,7 @@ import { webhookUrl } from '../webhooks/url';
 import { type AttemptResult, attempt } from './attempt';
 import { afterAttempt } from './schedule';
 import { signature, signingKey } from './signing';
-import type { DeliveryToAttempt } from './store/endpoint';
+import type { DeliveryToAttempt } from './store/sending';
 
 /** Attempts open at once per endpoint: the runtime allows six open connections per invocation. */
 export const MAX_CONCURRENT_ATTEMPTS = 6;
@@ -138,7 +138,7 @@ function attempted(row: DeliveryToAttempt, at: number, result: AttemptResult, co
     msg: 'delivery attempt',
     delivery_id: row.delivery_id,
     webhook_id: row.webhook_id,
-    event_id: row.event_id,
+    message_id: row.message_id,
     attempt: change.attempts,
     status: result.status,
     error: result.error,
@@ -184,9 +184,9 @@ async function dispatch(
   const body = encoder.encode(row.payload);
   const timestamp = Math.floor(at / 1000);
   const headers = {
-    'webhook-id': row.event_id,
+    'webhook-id': row.message_id,
     'webhook-timestamp': String(timestamp),
-    'webhook-signature': await signature(keys, row.event_id, timestamp, body),
+    'webhook-signature': await signature(keys, row.message_id, timestamp, body),
   };
   // Only the request holds one of the six connections; signing and recording do not.
   const timeoutMs = context.config.timeoutSeconds * 1000;

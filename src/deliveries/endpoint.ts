@@ -12,27 +12,27 @@ import { allowedOrigins } from '../webhooks/url';
 import { WAIT_SECONDS } from './schedule';
 import { type SendSettings, sendDue } from './send';
 import {
-  type AttemptRecord,
   type AttemptRow,
   type DeliveryPageQuery,
   type DeliveryRow,
-  endpointWebhook,
   eventOf,
   getDelivery,
   type HourCounts,
-  insertDeliveries,
-  insertMoved,
   listDeliveries,
-  type MovedDelivery,
-  migrateEndpoint,
+  readHourCounts,
+} from './store/log';
+import { insertMoved, type MovedDelivery } from './store/moved';
+import { oldestCreated, purgeDeliveries } from './store/retention';
+import { migrateEndpoint } from './store/schema';
+import {
+  type AttemptRecord,
+  endpointWebhook,
+  insertDeliveries,
   type NewDelivery,
   nextDue,
-  oldestCreated,
-  purgeDeliveries,
-  readHourCounts,
   recoverDeliveries,
   rememberWebhook,
-} from './store/endpoint';
+} from './store/sending';
 
 /** Passes one alarm runs at most before it hands over to the next alarm (at once). */
 const PASSES_PER_ALARM = 20;
@@ -56,7 +56,7 @@ export class Endpoint extends DurableObject<CloudflareBindings> {
   }
 
   /** New deliveries handed over by their application's object (a repeat changes nothing); sent at once. */
-  async enqueue(webhookId: string, deliveries: NewDelivery[]): Promise<void> {
+  async handOver(webhookId: string, deliveries: NewDelivery[]): Promise<void> {
     const added = this.ctx.storage.transactionSync(() => {
       rememberWebhook(this.ctx.storage.sql, webhookId);
       return insertDeliveries(this.ctx.storage.sql, deliveries);

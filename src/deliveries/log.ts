@@ -8,7 +8,7 @@ import { sessionStart } from '../http/storage';
 import { inObject } from '../platform/objects';
 import { ownedEndpoint } from './owned';
 import { deliveryJson, deliveryPageJson } from './representation';
-import type { DeliveryPageQuery } from './store/endpoint';
+import type { DeliveryPageQuery } from './store/log';
 
 export const DELIVERY_STATUSES = ['pending', 'succeeded', 'failed', 'cancelled'];
 

@@ -5,7 +5,7 @@ import type { DeliveryConfig } from '../core/delivery-settings';
 import type { DisableCandidate, HealthChange } from '../webhooks/store/health';
 import type { Dispatched } from './dispatch';
 import { succeeded, waiting } from './schedule';
-import type { AttemptRecord, DeliveryChange } from './store/endpoint';
+import type { AttemptRecord, DeliveryChange } from './store/sending';
 
 /** However short AUTO_DISABLE_AFTER_HOURS, two failures at least this far apart are needed. */
 const MIN_FAILING_HOURS = 12;

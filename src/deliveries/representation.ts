@@ -1,12 +1,13 @@
 // How the API writes deliveries: the one place that turns their rows into JSON. Ids are spliced
-// in as JSON integers with their exact digits.
-import type { AttemptRow, DeliveryRow } from './store/endpoint';
+// in as JSON integers with their exact digits. A delivery's `event_id` is what its receiver saw as
+// `webhook-id`: its message id (a resend's is its original's event id).
+import type { AttemptRow, DeliveryRow } from './store/log';
 
 const text = (value: string | null) => (value === null ? 'null' : JSON.stringify(value));
 
 /** A delivery object; with `attempts`, its `attempt_log` too. */
 export function deliveryJson(row: DeliveryRow, attempts?: AttemptRow[]): string {
-  const fields = `{"delivery_id":${row.delivery_id},"event_id":${JSON.stringify(row.event_id)},"type":${JSON.stringify(row.type)},"status":${JSON.stringify(row.status)},"attempts":${row.attempts},"next_attempt_at":${text(row.next_attempt_at)},"last_attempt_at":${text(row.last_attempt_at)},"last_status":${row.last_status ?? 'null'},"last_error":${text(row.last_error)},"created_at":${JSON.stringify(row.created_at)}`;
+  const fields = `{"delivery_id":${row.delivery_id},"event_id":${JSON.stringify(row.message_id)},"type":${JSON.stringify(row.type)},"status":${JSON.stringify(row.status)},"attempts":${row.attempts},"next_attempt_at":${text(row.next_attempt_at)},"last_attempt_at":${text(row.last_attempt_at)},"last_status":${row.last_status ?? 'null'},"last_error":${text(row.last_error)},"created_at":${JSON.stringify(row.created_at)}`;
   if (attempts === undefined) return `${fields}}`;
   const log = attempts.map(
     (a) =>

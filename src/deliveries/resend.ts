@@ -1,6 +1,6 @@
 import type { Context } from 'hono';
 import { newEventId } from '../events/event';
-import { storeAtApplications } from '../events/fan-out';
+import { publishAtApplications } from '../events/fan-out';
 import type { AppEnv } from '../http/app-env';
 import { jsonObject, readJsonBody } from '../http/body';
 import { notFound, success } from '../http/envelope';
@@ -35,7 +35,7 @@ export async function resend(c: Context<AppEnv>): Promise<Response> {
     createdAt,
     messageId: original.message_id,
   };
-  const [stored] = await storeAtApplications(c.env, [event], [[webhookId]]);
+  const [stored] = await publishAtApplications(c.env, [event], [[webhookId]]);
   c.set('webhookId', webhookId);
   c.set('eventId', eventId);
   return success(c, { status: 202, value: `{"delivery_id":${stored?.deliveryIds[0]}}` });

@@ -3,7 +3,7 @@
 
 import { type DeliveryConfig, MAX_DELAY_SECONDS } from '../core/delivery-settings';
 import type { AttemptResult } from './attempt';
-import type { DeliveryChange, DueDelivery } from './store/endpoint';
+import type { DeliveryChange, DueDelivery } from './store/sending';
 
 /** How long deliveries wait when they cannot be attempted now (configuration, secrets, the unexpected). */
 export const WAIT_SECONDS = 60;

@@ -12,7 +12,7 @@ import { type SendingRow, sendingRow } from '../webhooks/store/reads';
 import { dispatchAll, prepareSigning } from './dispatch';
 import { recordOf } from './record';
 import { cancelled } from './schedule';
-import { type DeliveryToAttempt, dueDeliveries, nextDue, recordDeliveries } from './store/endpoint';
+import { type DeliveryToAttempt, dueDeliveries, nextDue, recordDeliveries } from './store/sending';
 
 /** Due deliveries one pass looks at. */
 export const PASS_DELIVERIES = 50;

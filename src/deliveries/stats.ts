@@ -5,7 +5,7 @@ import { idParam, queryOf } from '../http/params';
 import { sessionStart } from '../http/storage';
 import { inObject } from '../platform/objects';
 import { ownedEndpoint } from './owned';
-import type { HourCounts } from './store/endpoint';
+import type { HourCounts } from './store/log';
 
 const HOUR_MS = 3_600_000;
 

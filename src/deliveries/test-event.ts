@@ -2,7 +2,7 @@ import type { Context } from 'hono';
 import { deliveryConfig } from '../core/delivery-settings';
 import { isEventType } from '../core/event-types';
 import { eventToStore } from '../events/event';
-import { storeAtApplications } from '../events/fan-out';
+import { publishAtApplications } from '../events/fan-out';
 import type { AppEnv } from '../http/app-env';
 import { jsonObject, readJsonBody } from '../http/body';
 import { badInput, success } from '../http/envelope';
@@ -26,7 +26,7 @@ export async function sendTestEvent(c: Context<AppEnv>): Promise<Response> {
   c.set('webhookId', webhookId);
   await ownedEndpoint(c, webhookId, { enabled: true });
   const event = eventToStore({ appId: c.get('appId'), type, data: '{}' }, null);
-  const [stored] = await storeAtApplications(c.env, [event], [[webhookId]]);
+  const [stored] = await publishAtApplications(c.env, [event], [[webhookId]]);
   c.set('eventId', event.eventId);
   return success(c, {
     status: 202,

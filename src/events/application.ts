@@ -7,20 +7,11 @@ import { DurableObject } from 'cloudflare:workers';
 import { groupBy } from '../core/batches';
 import { deliveryConfig } from '../core/delivery-settings';
 import { log } from '../core/log';
-import {
-  type EventToStore,
-  handedOver,
-  insertMovedEvents,
-  type MovedEvent,
-  migrateApplication,
-  oldestEvent,
-  outbox,
-  outboxEmpty,
-  purgeEvents,
-  type StoredEvent,
-  storeEvents,
-  webhookOf,
-} from './store';
+import { type EventToStore, insertEvents, type StoredEvent, webhookOf } from './store/events';
+import { insertMovedEvents, type MovedEvent } from './store/moved';
+import { handedOver, outbox, outboxEmpty } from './store/outbox';
+import { oldestEvent, purgeEvents } from './store/retention';
+import { migrateApplication } from './store/schema';
 
 /** How soon the alarm tries again a handover that failed (or never finished). */
 const HANDOVER_RETRY_MS = 5_000;
@@ -46,7 +37,7 @@ export class Application extends DurableObject<CloudflareBindings> {
     if (alarm === null || alarm > Date.now() + HANDOVER_RETRY_MS) {
       await this.ctx.storage.setAlarm(Date.now() + HANDOVER_RETRY_MS);
     }
-    const stored = this.ctx.storage.transactionSync(() => storeEvents(this.ctx.storage.sql, events, targets));
+    const stored = this.ctx.storage.transactionSync(() => insertEvents(this.ctx.storage.sql, events, targets));
     // Its own events only: those of publishes under way are theirs to hand over.
     const made = stored.filter((s) => s.deliveryIds.length > 0).map((s) => s.eventId);
     if (made.length > 0) await this.handOver(made);
@@ -91,7 +82,7 @@ export class Application extends DurableObject<CloudflareBindings> {
     await Promise.all(
       [...byWebhook].map(async ([webhookId, deliveries]) => {
         try {
-          await this.env.ENDPOINTS.getByName(webhookId).enqueue(
+          await this.env.ENDPOINTS.getByName(webhookId).handOver(
             webhookId,
             deliveries.map((d) => d.delivery),
           );

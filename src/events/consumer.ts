@@ -4,8 +4,8 @@ import { parseJsonText } from '../http/body';
 import { ApiFailure } from '../http/envelope';
 import { retryD1 } from '../platform/d1';
 import { eventToStore, parseEvent } from './event';
-import { publishEvents, readFanOut } from './fan-out';
-import type { EventToStore, StoredEvent } from './store';
+import { publishToSubscribers, readFanOut } from './fan-out';
+import type { EventToStore, StoredEvent } from './store/events';
 
 /**
  * How long a message waits when storage cannot store it: 10 s, doubling with each attempt, at most an
@@ -37,7 +37,7 @@ export async function consumeEvents(batch: MessageBatch<unknown>, env: Cloudflar
   let stored: StoredEvent[];
   try {
     const fanOut = await retryD1(() => readFanOut(env.DB, events));
-    stored = await publishEvents(env, events, fanOut);
+    stored = await publishToSubscribers(env, events, fanOut);
   } catch (err) {
     log(
       'error',

@@ -1,7 +1,7 @@
 // The event object (one shape for the Queue and for HTTP): {"app_id", "type", "data", "id"?}.
 import { isEventType } from '../core/event-types';
 import { badInput } from '../http/envelope';
-import type { EventToStore } from './store';
+import type { EventToStore } from './store/events';
 
 /** An event as it is stored: whose webhooks receive it, its type, and the body every attempt sends. */
 export interface NewEvent {

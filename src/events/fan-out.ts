@@ -1,20 +1,13 @@
 // Publishing, seen from the Worker: one D1 read (which webhooks receive each event, by their types
 // as D1 holds them now; and which events the release before stored in D1 under the same source
 // key, while the move to the objects is not over), then one call per application to its object,
-// which stores the events and their deliveries. Applications' objects are called side by side;
+// which publishes them: stores the events and their deliveries, and hands them to the endpoints. Applications' objects are called side by side;
 // each stores its events or none.
 import { groupBy } from '../core/batches';
 import type { Db } from '../platform/d1';
 import { inObject } from '../platform/objects';
-import type { EventToStore, StoredEvent } from './store';
-
-/** An enabled webhook that events may be delivered to. */
-interface Subscriber {
-  webhook_id: string;
-  app_id: string;
-  /** JSON text of the event types it receives; null: every type. */
-  event_types: string | null;
-}
+import { type Subscriber, subscribersStatement } from '../webhooks/store/subscribers';
+import type { EventToStore, StoredEvent } from './store/events';
 
 /** What publishing reads in D1. */
 export interface FanOut {
@@ -30,13 +23,7 @@ export async function readFanOut(db: Db, events: EventToStore[]): Promise<FanOut
   const apps = [...new Set(events.map((e) => e.appId))];
   const keys = events.flatMap((e) => (e.sourceKey === null ? [] : [[e.appId, e.sourceKey]]));
   const [subscribers, earlier] = await db.batch<Record<string, string>>([
-    db
-      .prepare(
-        `SELECT CAST(webhook_id AS TEXT) AS webhook_id, app_id, event_types FROM webhooks
-         WHERE app_id IN (SELECT value FROM json_each(?1)) AND is_enabled = 1
-         ORDER BY webhook_id`,
-      )
-      .bind(JSON.stringify(apps)),
+    subscribersStatement(db, apps),
     db
       .prepare(
         `SELECT app_id, source_key, event_id FROM events
@@ -69,10 +56,10 @@ function targetsOf(events: EventToStore[], subscribers: Subscriber[]): string[][
 }
 
 /**
- * Stores published events as `fanOut` says: an event its application published under the
- * release before answers that event's id; the others go to their applications' objects.
+ * Publishes events as `fanOut` says: an event its application published under the release
+ * before answers that event's id; the others go to their applications' objects.
  */
-export async function publishEvents(
+export async function publishToSubscribers(
   env: CloudflareBindings,
   events: EventToStore[],
   fanOut: FanOut,
@@ -85,7 +72,7 @@ export async function publishEvents(
     else results[i] = { eventId: earlier, deliveryIds: [] };
   });
   const toStore = fresh.map((i) => events[i] as EventToStore);
-  const stored = await storeAtApplications(env, toStore, targetsOf(toStore, fanOut.subscribers));
+  const stored = await publishAtApplications(env, toStore, targetsOf(toStore, fanOut.subscribers));
   fresh.forEach((i, k) => {
     results[i] = stored[k] as StoredEvent;
   });
@@ -93,11 +80,11 @@ export async function publishEvents(
 }
 
 /**
- * Stores events at their applications' objects, `targets[i]` the webhooks of `events[i]`; the
+ * Publishes events at their applications' objects, `targets[i]` the webhooks of `events[i]`; the
  * results in the order of `events`. A failing object is a retryable StorageFailure (its
  * application's events are not stored; other applications' may be: sending again is safe).
  */
-export async function storeAtApplications(
+export async function publishAtApplications(
   env: CloudflareBindings,
   events: EventToStore[],
   targets: string[][],

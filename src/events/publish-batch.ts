@@ -5,8 +5,8 @@ import type { AppEnv } from '../http/app-env';
 import { jsonObject, readJsonBody } from '../http/body';
 import { ApiFailure, badInput, retryLater, STORAGE_RETRY_AFTER, success } from '../http/envelope';
 import { eventToStore, type NewEvent, parseEvent } from './event';
-import { MAX_EVENT_BYTES, storePublished } from './publish';
-import type { EventToStore } from './store';
+import { MAX_EVENT_BYTES, publishEvents } from './publish';
+import type { EventToStore } from './store/events';
 
 /** Largest batch body accepted, in bytes. */
 export const MAX_BATCH_BYTES = 1024 * 1024;
@@ -68,7 +68,7 @@ export async function publishBatch(c: Context<AppEnv>): Promise<Response> {
   });
   let ids: string[];
   try {
-    ids = await storePublished(c, toStore);
+    ids = await publishEvents(c, toStore);
   } catch (err) {
     if (err instanceof StorageFailure) throw retryLater(503, err.detail, STORAGE_RETRY_AFTER, err.cause);
     throw err;

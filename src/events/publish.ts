@@ -5,8 +5,8 @@ import { readJsonBody } from '../http/body';
 import { success } from '../http/envelope';
 import { withD1 } from '../http/storage';
 import { eventToStore, parseEvent } from './event';
-import { publishEvents, readFanOut } from './fan-out';
-import type { EventToStore } from './store';
+import { publishToSubscribers, readFanOut } from './fan-out';
+import type { EventToStore } from './store/events';
 
 /** Largest event body accepted over HTTP, in bytes. */
 export const MAX_EVENT_BYTES = 64 * 1024;
@@ -21,18 +21,18 @@ export async function publishEvent(c: Context<AppEnv>): Promise<Response> {
   // that could not be delivered.
   deliveryConfig(c.env);
   const { value } = await readJsonBody(c.req.raw, { maxBytes: MAX_EVENT_BYTES, exactNumbers: true });
-  const [eventId] = await storePublished(c, [eventToStore(parseEvent(value), null)]);
+  const [eventId] = await publishEvents(c, [eventToStore(parseEvent(value), null)]);
   c.set('eventId', eventId as string);
   return success(c, { status: 202, value: `{"event_id":${JSON.stringify(eventId)}}` });
 }
 
 /**
- * Stores published events with their deliveries: one D1 read (which webhooks receive them), then
- * one call per application to its object. Returns each event's id, in order: an earlier event's
+ * Publishes events from a request: one D1 read (which webhooks receive them), then one call per
+ * application to its object, which stores them with their deliveries. Returns each event's id, in order: an earlier event's
  * for an id its application published before.
  */
-export async function storePublished(c: Context<AppEnv>, events: EventToStore[]): Promise<string[]> {
+export async function publishEvents(c: Context<AppEnv>, events: EventToStore[]): Promise<string[]> {
   const fanOut = await withD1(c, 'first-primary', (db) => readFanOut(db, events));
-  const stored = await publishEvents(c.env, events, fanOut);
+  const stored = await publishToSubscribers(c.env, events, fanOut);
   return stored.map((s) => s.eventId);
 }

@@ -1,7 +1,8 @@
 // What the move to the Durable Objects reads and writes in D1: the tables of the release before
 // (events, deliveries, delivery_attempts, delivery_stats), emptied in claimed steps.
 import type { Db } from '../../platform/d1';
-import type { AttemptRecord, MovedDelivery } from './endpoint';
+import type { MovedDelivery } from './moved';
+import type { AttemptRecord } from './sending';
 
 /**
  * Claims deliveries not claimed yet (at most `limit`): stamped `now`, their queue generation

@@ -1,0 +1,112 @@
+// The delivery log and counters, read from the endpoint object's database: pages of deliveries,
+// one delivery with its attempts, what a resend copies, the hourly counters.
+import { DELIVERY_CURSOR, type Page, pageOf } from '../../core/pages';
+import type { AttemptRecord } from './sending';
+
+/** A delivery as the log shows it. */
+export interface DeliveryRow {
+  delivery_id: string;
+  /** What receivers saw as `webhook-id`, which the log shows as `event_id` (a resend's: its original's). */
+  message_id: string;
+  type: string;
+  status: string;
+  attempts: number;
+  next_attempt_at: string | null;
+  last_attempt_at: string | null;
+  last_status: number | null;
+  last_error: string | null;
+  created_at: string;
+}
+
+/** One recorded attempt, as the log shows it. */
+export type AttemptRow = Omit<AttemptRecord, 'delivery_id'>;
+
+const DELIVERY_COLUMNS = `CAST(delivery_id AS TEXT) AS delivery_id, message_id, type, status, attempts,
+  next_attempt_at, last_attempt_at, last_status, last_error, created_at`;
+
+export interface DeliveryPageQuery {
+  /** Only deliveries older than this one (the cursor's); undefined for the first page. */
+  before?: string;
+  status?: string;
+  /** Only deliveries of events of this type. */
+  type?: string;
+  limit: number;
+}
+
+/** A keyset page of the deliveries, newest (largest id) first, with the cursor of the next page. */
+export function listDeliveries(sql: SqlStorage, { before, status, type, limit }: DeliveryPageQuery): Page<DeliveryRow> {
+  const rows = sql
+    .exec<DeliveryRow & Record<string, SqlStorageValue>>(
+      `SELECT ${DELIVERY_COLUMNS} FROM deliveries
+       WHERE (?1 IS NULL OR delivery_id < CAST(?1 AS INTEGER)) AND (?2 IS NULL OR status = ?2)
+         AND (?3 IS NULL OR type = ?3)
+       ORDER BY delivery_id DESC
+       LIMIT ?4`,
+      before ?? null,
+      status ?? null,
+      type ?? null,
+      limit + 1,
+    )
+    .toArray();
+  return pageOf(rows, limit, (row) => row.delivery_id, DELIVERY_CURSOR);
+}
+
+/** One delivery of the application with every attempt, oldest first; null when there is none such. */
+export function getDelivery(
+  sql: SqlStorage,
+  deliveryId: string,
+  appId: string,
+): { delivery: DeliveryRow; attempts: AttemptRow[] } | null {
+  const [delivery] = sql
+    .exec<DeliveryRow & Record<string, SqlStorageValue>>(
+      `SELECT ${DELIVERY_COLUMNS} FROM deliveries WHERE delivery_id = CAST(?1 AS INTEGER) AND app_id = ?2`,
+      deliveryId,
+      appId,
+    )
+    .toArray();
+  if (delivery === undefined) return null;
+  const attempts = sql
+    .exec<AttemptRow & Record<string, SqlStorageValue>>(
+      `SELECT attempt, attempted_at, status, error, duration_ms, body FROM delivery_attempts
+       WHERE delivery_id = CAST(?1 AS INTEGER) ORDER BY attempt`,
+      deliveryId,
+    )
+    .toArray();
+  return { delivery, attempts };
+}
+
+/** What a resend copies of a delivery: its event's type, body and message id; null when the application has none such. */
+export function eventOf(
+  sql: SqlStorage,
+  deliveryId: string,
+  appId: string,
+): { type: string; payload: string; message_id: string } | null {
+  const [row] = sql
+    .exec<{ type: string; payload: string; message_id: string }>(
+      `SELECT type, payload, message_id FROM deliveries WHERE delivery_id = CAST(?1 AS INTEGER) AND app_id = ?2`,
+      deliveryId,
+      appId,
+    )
+    .toArray();
+  return row ?? null;
+}
+
+/** One hour's counters: deliveries created in it by their status now, attempts made in it. */
+export interface HourCounts {
+  hour: string;
+  pending: number;
+  succeeded: number;
+  failed: number;
+  cancelled: number;
+  attempts: number;
+}
+
+/** The counters of every hour from `since` (the start of an hour, `2026-11-24T14:00:00Z`) on. */
+export function readHourCounts(sql: SqlStorage, since: string): HourCounts[] {
+  return sql
+    .exec<HourCounts & Record<string, SqlStorageValue>>(
+      `SELECT hour, pending, succeeded, failed, cancelled, attempts FROM delivery_stats WHERE hour >= ?1 ORDER BY hour`,
+      since,
+    )
+    .toArray();
+}

@@ -1,0 +1,29 @@
+// Retention in the endpoint object's database: what is past it goes, in bounded steps.
+
+/** When the oldest delivery was created (ms), or null when there is none: retention's next work. */
+export function oldestCreated(sql: SqlStorage): number | null {
+  const [row] = sql.exec<{ at: string | null }>('SELECT MIN(created_at) AS at FROM deliveries').toArray();
+  return row?.at == null ? null : Date.parse(row.at);
+}
+
+/**
+ * Deletes deliveries created before `before` that have ended, with their attempts, and the
+ * counters of hours that ended before `before`'s hour, at most `limit` of each; returns how many
+ * rows went. A delivery still pending (recovered late in its life) stays until it ends.
+ */
+export function purgeDeliveries(storage: DurableObjectStorage, before: string, limit: number): number {
+  const old = `SELECT delivery_id FROM deliveries
+    WHERE created_at < ?1 AND status <> 'pending' ORDER BY created_at, delivery_id LIMIT ?2`;
+  return storage.transactionSync(() => {
+    const { sql } = storage;
+    let rows = sql.exec(`DELETE FROM delivery_attempts WHERE delivery_id IN (${old})`, before, limit).rowsWritten;
+    rows += sql.exec(`DELETE FROM deliveries WHERE delivery_id IN (${old})`, before, limit).rowsWritten;
+    rows += sql.exec(
+      `DELETE FROM delivery_stats WHERE hour IN (
+         SELECT hour FROM delivery_stats WHERE hour < substr(?1, 1, 13) || ':00:00Z' ORDER BY hour LIMIT ?2)`,
+      before,
+      limit,
+    ).rowsWritten;
+    return rows;
+  });
+}

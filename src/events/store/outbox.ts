@@ -1,0 +1,50 @@
+// The outbox in the application object's database: deliveries stored but not yet handed to their
+// endpoints' objects.
+import type { NewDelivery, Target } from './events';
+
+/** An event whose deliveries are not all handed over yet, with those deliveries. */
+export interface Handover {
+  eventId: string;
+  deliveries: { webhookId: string; delivery: NewDelivery }[];
+}
+
+/**
+ * The outbox: at most `limit` events with deliveries still to hand over, only those of `eventIds`
+ * when given (a publish hands over its own, the alarm all).
+ */
+export function outbox(sql: SqlStorage, limit: number, eventIds?: string[]): Handover[] {
+  return sql
+    .exec<{ event_id: string; event: string; targets: string }>(
+      `SELECT event_id, event, targets FROM outbox
+       WHERE ?2 IS NULL OR event_id IN (SELECT value FROM json_each(?2))
+       LIMIT ?1`,
+      limit,
+      eventIds === undefined ? null : JSON.stringify(eventIds),
+    )
+    .toArray()
+    .map((row) => {
+      const body = JSON.parse(row.event) as Omit<NewDelivery, 'delivery_id'>;
+      const targets = JSON.parse(row.targets) as Target[];
+      const deliveries = targets.map(([id, webhookId]) => ({ webhookId, delivery: { delivery_id: id, ...body } }));
+      return { eventId: row.event_id, deliveries };
+    });
+}
+
+/**
+ * What is left of the handovers once the webhooks of `failed` could not take theirs: an event
+ * with nothing left leaves the outbox, the others keep only those.
+ */
+export function handedOver(sql: SqlStorage, handovers: Handover[], failed: ReadonlySet<string>): void {
+  for (const h of handovers) {
+    const left: Target[] = h.deliveries
+      .filter((d) => failed.has(d.webhookId))
+      .map((d) => [d.delivery.delivery_id, d.webhookId]);
+    if (left.length === 0) sql.exec('DELETE FROM outbox WHERE event_id = ?1', h.eventId);
+    else if (left.length < h.deliveries.length) {
+      sql.exec('UPDATE outbox SET targets = ?2 WHERE event_id = ?1', h.eventId, JSON.stringify(left));
+    }
+  }
+}
+
+export const outboxEmpty = (sql: SqlStorage) =>
+  sql.exec<{ n: number }>('SELECT EXISTS (SELECT 1 FROM outbox) AS n').one().n === 0;

@@ -1,0 +1,27 @@
+// Retention in the application object's database: events and index rows past it go, in bounded steps.
+
+/** Deletes events and index rows created before `before`, at most `limit` of each; returns how many. */
+export function purgeEvents(storage: DurableObjectStorage, before: string, limit: number): number {
+  return storage.transactionSync(() => {
+    const { sql } = storage;
+    const events = sql.exec(
+      `DELETE FROM events WHERE event_id IN (
+         SELECT event_id FROM events WHERE created_at < ?1 ORDER BY created_at LIMIT ?2) RETURNING 1`,
+      before,
+      limit,
+    );
+    const deliveries = sql.exec(
+      `DELETE FROM deliveries WHERE delivery_id IN (
+         SELECT delivery_id FROM deliveries WHERE created_at < ?1 ORDER BY created_at LIMIT ?2) RETURNING 1`,
+      before,
+      limit,
+    );
+    return events.toArray().length + deliveries.toArray().length;
+  });
+}
+
+/** When the oldest event was stored (ms), or null when there is none. */
+export function oldestEvent(sql: SqlStorage): number | null {
+  const [row] = sql.exec<{ at: string | null }>('SELECT MIN(created_at) AS at FROM events').toArray();
+  return row?.at == null ? null : Date.parse(row.at);
+}
