@@ -163,7 +163,9 @@ export async function runHostile({ bundleUrl, log }) {
     };
     const loops = Array.from({ length: LOOPS }, (_, i) => [
       loop('test', (n) => call(at(`${PATH}/test`), { token: hostile, body: { webhook_id: webhook(n * LOOPS + i) } })),
-      loop('recover', (n) => call(at(`${PATH}/recover`), { token: hostile, body: { webhook_id: webhook(n * LOOPS + i), since } })),
+      loop('recover', (n) =>
+        call(at(`${PATH}/recover`), { token: hostile, body: { webhook_id: webhook(n * LOOPS + i), since } }),
+      ),
       loop('resend', (n) => resend(n * LOOPS + i)),
     ]).flat();
 

@@ -52,32 +52,44 @@ export function admit(schedule: SendSchedule, id: string, rate: number, now: num
   return at - now;
 }
 
+/** How late after its slot a start may be: a host's slots are spaced for it (see takeSlots). */
+export const HOST_SLACK_MS = 500;
+/** How far ahead a pass is given a host's slots. */
+export const HOST_HORIZON_MS = 1000;
+
+/** When the next host slot is free at `rate` (never before `now`), spaced for HOST_SLACK_MS. */
+function nextSlot(schedule: SendSchedule, rate: number, now: number): number {
+  const { starts } = schedule;
+  const limit = Math.max(1, Math.min(rate, MAX_RATE));
+  const bound = starts.length >= limit ? (starts[starts.length - limit] as number) + WINDOW_MS + HOST_SLACK_MS : now;
+  return Math.max(now, bound);
+}
+
 /**
- * Up to `count` start times at `rate` a second from `now` on, within the next `horizonMs`, taken
- * from the schedule: each is a slot that one start may use (a host's budget handed to a pass).
- * `slackMs`: how late after its slot a start may be; the slots are spaced so that starts anywhere
- * in [slot, slot + slackMs] still keep the window.
+ * Up to `count` start slots of a host at `rate` a second from `now` on, within HOST_HORIZON_MS,
+ * taken from its schedule (a host's budget handed to one pass), and when the host has room again
+ * after them. A start may be up to HOST_SLACK_MS late for its slot: slots `rate` apart are spaced
+ * a second and the slack, so starts anywhere in [slot, slot + slack] still keep every second
+ * to `rate`.
  */
 export function takeSlots(
   schedule: SendSchedule,
   count: number,
   rate: number,
   now: number,
-  horizonMs: number,
-  slackMs: number,
-): number[] {
+): { slots: number[]; next: number } {
   const slots: number[] = [];
-  const { starts } = schedule;
-  const limit = Math.max(1, Math.min(rate, MAX_RATE));
   while (slots.length < count) {
-    const bound = starts.length >= limit ? (starts[starts.length - limit] as number) + WINDOW_MS + slackMs : now;
-    const at = Math.max(now, bound);
-    if (at > now + horizonMs) break;
+    const at = nextSlot(schedule, rate, now);
+    if (at > now + HOST_HORIZON_MS) break;
     take(schedule, at);
     slots.push(at);
   }
-  return slots;
+  return { slots, next: nextSlot(schedule, rate, now) };
 }
+
+/** The latest start a schedule holds (ms), or null when it holds none. */
+export const lastStart = (schedule: SendSchedule): number | null => schedule.starts.at(-1) ?? null;
 
 /** Forgets promised slots long past (their deliveries ended, or were cancelled). */
 export function forgetStale(schedule: SendSchedule, now: number): void {

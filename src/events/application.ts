@@ -7,6 +7,7 @@ import { DurableObject } from 'cloudflare:workers';
 import { groupBy } from '../core/batches';
 import { deliveryConfig } from '../core/delivery-settings';
 import { log } from '../core/log';
+import { lastStart, newSchedule, type SendSchedule, takeSlots } from '../core/send-rate';
 import { type EventToStore, insertEvents, type StoredEvent, webhookOf } from './store/events';
 import { insertMovedEvents, type MovedEvent } from './store/moved';
 import { handedOver, outbox, outboxEmpty } from './store/outbox';
@@ -19,8 +20,13 @@ const HANDOVER_RETRY_MS = 5_000;
 const HANDOVER_EVENTS = 200;
 const PURGE_ROWS = 1000;
 const HOUR_MS = 3_600_000;
+/** Hosts whose schedules an application keeps before it forgets those idle for a second. */
+const HOSTS_KEPT = 1000;
 
 export class Application extends DurableObject<CloudflareBindings> {
+  /** Each host's starts (scheme, host and port), summed over the application's webhooks. */
+  private readonly hosts = new Map<string, SendSchedule>();
+
   constructor(ctx: DurableObjectState, env: CloudflareBindings) {
     super(ctx, env);
     migrateApplication(ctx.storage.sql);
@@ -47,6 +53,25 @@ export class Application extends DurableObject<CloudflareBindings> {
   /** The webhook whose endpoint holds the delivery, or null when the application has none such. */
   locate(deliveryId: string): string | null {
     return webhookOf(this.ctx.storage.sql, deliveryId);
+  }
+
+  /**
+   * A host's budget for one sending pass: up to `wanted` start slots within the next second at
+   * `rate` a second, shared by every webhook of the application at that host, so near-identical
+   * URLs do not multiply what one application aims at one host. In memory only: nothing waits here
+   * on the host, so a slow or dead host holds back no other.
+   */
+  hostSlots(host: string, wanted: number, rate: number): { slots: number[]; next: number } {
+    const now = Date.now();
+    let schedule = this.hosts.get(host);
+    if (schedule === undefined) {
+      if (this.hosts.size >= HOSTS_KEPT) {
+        for (const [name, kept] of this.hosts) if ((lastStart(kept) ?? 0) < now - 1000) this.hosts.delete(name);
+      }
+      schedule = newSchedule();
+      this.hosts.set(host, schedule);
+    }
+    return takeSlots(schedule, wanted, rate, now);
   }
 
   /** Events and delivery index rows moved from D1 (a repeat changes nothing). */
