@@ -118,6 +118,8 @@ export function openGate(
       }
       // Disabled or deleted since: the delivery ends, cancelled, without a request.
       if (!sendable(now)) return { kind: 'cancel' };
+      // One before it was held while this one waited for the webhook: it is held too.
+      if (heldUntil !== null) return hold(heldUntil);
       // Its URL moved to another host: the next pass asks that host's budget.
       if (hostOf(now.url) !== origin) return hold(Date.now());
       const at = Date.now();

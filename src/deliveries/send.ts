@@ -79,7 +79,9 @@ export async function sendDue(
 
   // Admit by rate: the host's budget for the pass (one call); each attempt is then admitted as it
   // starts, by the webhook as it stands and the endpoint's own rate (see gate.ts).
-  const host = await hostSlots(env, webhook, due.length, config.endpointRate);
+  // A pass asks for no more of the host than its own rate could start now.
+  const rate = Math.min(config.endpointRate, webhook.rate_limit ?? config.endpointRate);
+  const host = await hostSlots(env, webhook, Math.min(due.length, rate), config.endpointRate);
   if (host === null) return now + HOST_WAIT_MS;
   forgetStale(endpoint.schedule, now);
   const gate = openGate(endpoint, env, config, webhook, host);
