@@ -1,0 +1,79 @@
+import { Webhook as StandardWebhook } from 'standardwebhooks';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { pendingAt, sendPass, storedDelivery } from './helpers/objects';
+import { receiver } from './helpers/receiver';
+import { expectEnvelope, expectValue } from './helpers/replies';
+import { del, postJson, put, registerWebhook } from './helpers/requests';
+import { bearer, freshApp, tokenFor } from './helpers/tokens';
+
+afterEach(() => {
+  vi.restoreAllMocks();
+});
+
+const until = async (done: () => boolean) => {
+  for (let i = 0; i < 500 && !done(); i++) await new Promise((resolve) => setTimeout(resolve, 10));
+  expect(done()).toBe(true);
+};
+
+describe('a change told to the endpoint stops or changes a pass already under way', () => {
+  it.each(['DELETE', 'PUT is_enabled false'])(
+    '%s: after the reply only the six attempts in flight reach the receiver; the other deliveries end cancelled',
+    async (how) => {
+      const app = freshApp();
+      const hook = await registerWebhook(app);
+      const ids = await pendingAt(hook.id, app, 12);
+      // A receiver that never answers: each attempt ends at the (shortened) timeout.
+      const { requests } = receiver(() => new Promise<Response>(() => {}));
+      const pass = sendPass(hook.id, { DELIVERY_TIMEOUT_SECONDS: '1' });
+      await until(() => requests.length === 6);
+      const headers = bearer(await tokenFor(app));
+      const res =
+        how === 'DELETE'
+          ? await del(`webhook_id=${hook.id}`, headers)
+          : await put({ webhook_id: hook.id, is_enabled: false }, headers);
+      await expectEnvelope(res, 200, 0, 'success');
+      await pass;
+      expect(requests).toHaveLength(6);
+      const states = await Promise.all(ids.map(async (id) => (await storedDelivery(hook.id, id))?.status));
+      expect(states.slice(0, 6)).toEqual(Array(6).fill('pending'));
+      expect(states.slice(6)).toEqual(Array(6).fill('cancelled'));
+    },
+  );
+
+  it('a rotated secret signs every attempt that starts after the rotation has answered', async () => {
+    const app = freshApp();
+    const hook = await registerWebhook(app);
+    await pendingAt(hook.id, app, 12);
+    // The first six are held until the rotation has answered, then every request is answered.
+    let release: () => void = () => {};
+    const held = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const { requests } = receiver(async (_req, n) => {
+      if (n <= 6) await held;
+      return new Response(null, { status: 204 });
+    });
+    const pass = sendPass(hook.id);
+    await until(() => requests.length === 6);
+    const rotated = await postJson('secret', { webhook_id: hook.id }, bearer(await tokenFor(app)));
+    const { value } = await expectValue<{ secret: string }>(rotated.res);
+    release();
+    await pass;
+    expect(requests).toHaveLength(12);
+    const verifies = (secret: string, req: (typeof requests)[number]) => {
+      try {
+        new StandardWebhook(secret).verify(req.body, req.headers);
+        return true;
+      } catch {
+        return false;
+      }
+    };
+    // In flight before the rotation: the old secret only. Started after it: the new one (and the old).
+    for (const req of requests.slice(0, 6))
+      expect([verifies(hook.secret, req), verifies(value.secret, req)]).toEqual([true, false]);
+    for (const req of requests.slice(6)) {
+      expect([verifies(value.secret, req), verifies(hook.secret, req)]).toEqual([true, true]);
+      expect(req.headers['webhook-signature']?.split(' ')).toHaveLength(2);
+    }
+  });
+});
