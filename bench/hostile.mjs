@@ -5,7 +5,7 @@
 // left in CLOSE-WAIT at the end on the worker's and the receiver's ports (/proc/net/tcp and tcp6,
 // state 08). Targets: every publish answered, p95 under 2 s, no socket in CLOSE-WAIT.
 //   --hostile-webhooks N (20)  --hostile-never N (3)  --hostile-batches N (3)  --hostile-loops N (4)
-//   --hostile-publishes N (120)
+//   --hostile-publishes N (120)  --hostile-unlimited (no rate limits: a diagnostic)
 import { readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { addWebhooks, option, SERVICE_OBJECTS, secretOf, startWorker, tokenFor } from './harness.mjs';
@@ -18,6 +18,7 @@ const WEBHOOKS = option('--hostile-webhooks', 20);
 const NEVER = option('--hostile-never', 3);
 const BATCHES = option('--hostile-batches', 3);
 const PUBLISHES = option('--hostile-publishes', 120);
+const UNLIMITED = process.argv.includes('--hostile-unlimited');
 /** A well-behaved publish without an answer this long is unanswered. */
 const ANSWER_MS = 30_000;
 /** Hostile requests open at once per loop kind (test events, recoveries, resends). */
@@ -103,6 +104,10 @@ export async function runHostile({ bundleUrl, log }) {
     apps: 0,
     perApp: 0,
     bindings: { WEBHOOK_URL_ALLOWED_ORIGINS: receiver.origin },
+    // The limits every application meets (wrangler.toml): a hostile one is held to them as in
+    // production. --hostile-unlimited: none (diagnostic: the service's own cost of unlimited abuse).
+    configuredLimits: !UNLIMITED,
+    limiters: !UNLIMITED,
   });
   const workerPort = Number(new URL(worker.url).port);
   try {
@@ -194,6 +199,7 @@ export async function runHostile({ bundleUrl, log }) {
     // What is left open once the load has stopped: in flight attempts end within the timeout.
     const closeWaitAtEnd = closeWaitSockets([workerPort, receiver.port]);
     const figures = {
+      limits: UNLIMITED ? 'none' : 'wrangler.toml',
       webhooks: WEBHOOKS,
       never_answering: NEVER,
       batches: BATCHES,
