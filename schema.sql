@@ -1,5 +1,6 @@
 -- The complete current schema, in one place to read. Databases are created and upgraded by the
--- versioned migrations in migrations/ (`wrangler d1 migrations apply DB`), never from this file;
+-- versioned migrations in migrations/ (`wrangler d1 migrations apply DB`), then those of
+-- migrations/post-deploy/ once the code is live (scripts/post-deploy.mjs), never from this file;
 -- a test proves that applying every migration gives exactly this schema. Change the schema by
 -- adding a migration, then mirror it here. Safe to apply any number of times.
 
@@ -27,7 +28,8 @@ CREATE TABLE IF NOT EXISTS webhooks (
   url_checked INTEGER NOT NULL DEFAULT 1 CHECK (url_checked IN (0, 1)),
   -- What the application says it is for; NULL for webhooks from before descriptions.
   description TEXT CHECK (description IS NULL OR length(description) <= 256),
-  -- The most deliveries per second the application wants (stored and shown; enforced later); NULL: no limit of its own.
+  -- The most delivery attempts per second the application wants its endpoint sent (1-1,000), enforced
+  -- by the endpoint's object together with ENDPOINT_RATE_LIMIT (the lower applies); NULL: no limit of its own.
   rate_limit INTEGER CHECK (rate_limit IS NULL OR rate_limit BETWEEN 1 AND 1000)
 );
 
@@ -75,114 +77,5 @@ CREATE TABLE IF NOT EXISTS idempotency_keys (
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS idempotency_keys_by_age ON idempotency_keys (created_at);
 
--- The tables below (events, deliveries, delivery_attempts, delivery_stats) are the release before's:
--- events, deliveries and attempts now live in Durable Objects (docs/storage.md). The Cron Trigger
--- moves what the release before stored here, so they are empty once an upgrade is over; a later
--- release drops them.
---
--- An event the platform published, and the exact body every attempt of it sends.
--- source_key makes publishing idempotent per application: 'id:' + the publisher's id, or
--- 'msg:' + the queue message's id; NULL when neither (each publish is then a new event).
-CREATE TABLE IF NOT EXISTS events (
-  event_id   TEXT PRIMARY KEY,
-  app_id     TEXT NOT NULL,
-  source_key TEXT,
-  type       TEXT NOT NULL,
-  payload    TEXT NOT NULL,
-  created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
-  -- A resend: the event_id of the event it sends again, which receivers see as `webhook-id` and
-  -- the delivery log shows as event_id. NULL: the event's own event_id.
-  message_id TEXT
-);
-CREATE UNIQUE INDEX IF NOT EXISTS events_by_source ON events (app_id, source_key) WHERE source_key IS NOT NULL;
-CREATE INDEX IF NOT EXISTS events_by_age ON events (created_at);
-
--- One event to one webhook. Written in the same batch as its event; the queue only carries its id
--- and its queue generation: queue_gen goes up whenever the delivery is queued anew (the Cron
--- Trigger's requeue, a recovery), and a message of an older generation is dropped, so copies
--- never multiply. schedule_start: the attempts made before the retry schedule last (re)started;
--- recovery_id: the request that did that (so a retried recovery finds what it recovered).
-CREATE TABLE IF NOT EXISTS deliveries (
-  delivery_id     INTEGER PRIMARY KEY AUTOINCREMENT,
-  event_id        TEXT    NOT NULL,
-  webhook_id      INTEGER NOT NULL,
-  app_id          TEXT    NOT NULL,
-  status          TEXT    NOT NULL DEFAULT 'pending'
-                    CHECK (status IN ('pending', 'succeeded', 'failed', 'cancelled')),
-  attempts        INTEGER NOT NULL DEFAULT 0,
-  schedule_start  INTEGER NOT NULL DEFAULT 0,
-  queue_gen       INTEGER NOT NULL DEFAULT 0,
-  recovery_id     TEXT,
-  next_attempt_at TEXT,
-  last_attempt_at TEXT,
-  last_status     INTEGER,
-  last_error      TEXT,
-  created_at      TEXT    NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
-  -- The move to the Durable Objects: when the delivery was claimed (taken from the release
-  -- before), and its next attempt time then (next_attempt_at is NULL once claimed).
-  move_claimed_at TEXT,
-  move_due_at     TEXT,
-  UNIQUE (event_id, webhook_id)
-);
-CREATE INDEX IF NOT EXISTS deliveries_by_webhook ON deliveries (webhook_id, delivery_id);
-CREATE INDEX IF NOT EXISTS deliveries_due ON deliveries (next_attempt_at) WHERE status = 'pending';
-CREATE INDEX IF NOT EXISTS deliveries_by_age ON deliveries (created_at);
-CREATE INDEX IF NOT EXISTS deliveries_claimed ON deliveries (move_claimed_at) WHERE move_claimed_at IS NOT NULL;
-
--- Every attempt as it happened: HTTP status or error kind, duration, the first 1 KiB of the reply.
-CREATE TABLE IF NOT EXISTS delivery_attempts (
-  delivery_id  INTEGER NOT NULL,
-  attempt      INTEGER NOT NULL,
-  attempted_at TEXT    NOT NULL,
-  status       INTEGER,
-  error        TEXT CHECK (error IS NULL OR error IN ('timeout', 'connection', 'tls', 'url_refused')),
-  duration_ms  INTEGER NOT NULL,
-  body         TEXT,
-  PRIMARY KEY (delivery_id, attempt)
-) WITHOUT ROWID;
-
--- Per webhook and hour (ISO 8601 start of the hour, '2026-11-24T14:00:00Z'): the deliveries created
--- in that hour by their status now, and the attempts made in that hour. Kept by the triggers
--- below, so GET .../stats reads at most 168 rows whatever the volume; the Cron Trigger deletes
--- hours past the retention.
-CREATE TABLE IF NOT EXISTS delivery_stats (
-  webhook_id INTEGER NOT NULL,
-  hour       TEXT    NOT NULL,
-  pending    INTEGER NOT NULL DEFAULT 0,
-  succeeded  INTEGER NOT NULL DEFAULT 0,
-  failed     INTEGER NOT NULL DEFAULT 0,
-  cancelled  INTEGER NOT NULL DEFAULT 0,
-  attempts   INTEGER NOT NULL DEFAULT 0,
-  PRIMARY KEY (webhook_id, hour)
-) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS delivery_stats_by_hour ON delivery_stats (hour);
-
-CREATE TRIGGER IF NOT EXISTS delivery_stats_created AFTER INSERT ON deliveries
-BEGIN
-  INSERT INTO delivery_stats (webhook_id, hour, pending, succeeded, failed, cancelled)
-  VALUES (NEW.webhook_id, substr(NEW.created_at, 1, 13) || ':00:00Z',
-    NEW.status = 'pending', NEW.status = 'succeeded', NEW.status = 'failed', NEW.status = 'cancelled')
-  ON CONFLICT (webhook_id, hour) DO UPDATE SET
-    pending = pending + excluded.pending, succeeded = succeeded + excluded.succeeded,
-    failed = failed + excluded.failed, cancelled = cancelled + excluded.cancelled;
-END;
-
-CREATE TRIGGER IF NOT EXISTS delivery_stats_status AFTER UPDATE OF status ON deliveries
-WHEN OLD.status <> NEW.status
-BEGIN
-  INSERT INTO delivery_stats (webhook_id, hour, pending, succeeded, failed, cancelled)
-  VALUES (NEW.webhook_id, substr(NEW.created_at, 1, 13) || ':00:00Z',
-    (NEW.status = 'pending') - (OLD.status = 'pending'), (NEW.status = 'succeeded') - (OLD.status = 'succeeded'),
-    (NEW.status = 'failed') - (OLD.status = 'failed'), (NEW.status = 'cancelled') - (OLD.status = 'cancelled'))
-  ON CONFLICT (webhook_id, hour) DO UPDATE SET
-    pending = pending + excluded.pending, succeeded = succeeded + excluded.succeeded,
-    failed = failed + excluded.failed, cancelled = cancelled + excluded.cancelled;
-END;
-
-CREATE TRIGGER IF NOT EXISTS delivery_stats_attempt AFTER INSERT ON delivery_attempts
-BEGIN
-  INSERT INTO delivery_stats (webhook_id, hour, attempts)
-  SELECT webhook_id, substr(NEW.attempted_at, 1, 13) || ':00:00Z', 1
-  FROM deliveries WHERE delivery_id = NEW.delivery_id
-  ON CONFLICT (webhook_id, hour) DO UPDATE SET attempts = attempts + 1;
-END;
+-- Events, deliveries, attempts and their counters are not in D1: they live in Durable Objects,
+-- one per application and one per endpoint, each with its own SQLite database (docs/storage.md).

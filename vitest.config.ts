@@ -8,9 +8,11 @@ import { buildPortal } from './scripts/build-portal.mjs';
 // no [build] command, so it is built here, before either project starts.
 await buildPortal();
 
-// The test database is made by the real migrations (test/setup.ts), as `npm start` and a deploy
-// make theirs; schema.sql, split the way `wrangler d1 execute` splits it, is compared with them.
+// The test database is made by the real migrations (test/setup.ts), then the post-deploy ones, as
+// `npm start` and a deploy make theirs; schema.sql, split the way `wrangler d1 execute` splits it,
+// is compared with them.
 const migrations = await readD1Migrations(new URL('./migrations', import.meta.url).pathname);
+const postDeploy = await readD1Migrations(new URL('./migrations/post-deploy', import.meta.url).pathname);
 const schema = unstable_splitSqlQuery(readFileSync(new URL('./schema.sql', import.meta.url), 'utf8'));
 // The rate limits wrangler.toml sets (locally and per environment), so a test can check the
 // Worker's Retry-After against them.
@@ -49,15 +51,16 @@ const workers = {
           WEBHOOK_URL_ALLOWED_ORIGINS: '',
           PORTAL_FRAME_ANCESTORS: '',
           TEST_MIGRATIONS: migrations,
+          TEST_POST_DEPLOY: postDeploy,
           TEST_SCHEMA: schema,
           TEST_RATELIMITS: JSON.stringify(ratelimits),
         },
         // DB: the service's. The others are for the schema tests: one made from schema.sql, one
-        // made from an earlier release's schema and upgraded.
+        // made from an earlier release's schema and upgraded, one for the post-deploy drop.
         // The events producer sends to a queue without a consumer: the tests call the consumers
         // themselves (createMessageBatch). Deliveries are sent by the endpoints' objects.
         queueProducers: { EVENTS: 'test-events' },
-        d1Databases: { DB: 'db', SCHEMA_DB: 'schema-db', UPGRADE_DB: 'upgrade-db' },
+        d1Databases: { DB: 'db', SCHEMA_DB: 'schema-db', UPGRADE_DB: 'upgrade-db', MOVE_DB: 'move-db' },
         // Rate limiter state is shared by all test files: the suite runs without limits, and the
         // limit tests use their own small limiters.
         ratelimits: {

@@ -4,18 +4,23 @@
 //   1. refuses an environment that sets WEBHOOK_URL_ALLOWED_ORIGINS (local receivers only);
 //   2. the environment's D1 database: found by name, or created; its id written into wrangler.toml
 //      when the file still has the placeholder;
-//   3. its queues (producers and consumers): each found, or created;
-//   4. checks that the required secrets are set (WEBHOOK_SECRET_KEY, and JWT_SECRET unless a
+//   3. refuses a database whose old delivery tables still hold rows (the release that moves them
+//      into the Durable Objects must run first, see RELEASE_WITH_MOVE);
+//   4. its queues (producers and consumers): each found, or created;
+//   5. checks that the required secrets are set (WEBHOOK_SECRET_KEY, and JWT_SECRET unless a
 //      public key or a JWK Set URL is configured), and stops naming the one missing;
-//   5. applies the pending migrations to the remote database;
-//   6. deploys the Worker.
+//   6. applies the pending migrations to the remote database;
+//   7. deploys the Worker;
+//   8. applies the pending post-deploy migrations (scripts/post-deploy.mjs).
 // Migrations go before the code and only expand the schema, so the release still live keeps
-// working while they apply. Every step says what it found and what it created.
+// working while they apply; what drops anything waits until this code is live (step 8). Every
+// step says what it found and what it created.
 //
 // DEPLOY_CONFIG names another configuration file, DEPLOY_WRANGLER another wrangler executable
 // (the tests use both: a copy of wrangler.toml and a stand-in that records its calls).
 import { spawnSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
+import { applyPostDeploy } from './post-deploy.mjs';
 
 const ENVIRONMENTS = ['staging', 'production'];
 const USAGE = `Usage: npm run deploy -- [--env] <${ENVIRONMENTS.join('|')}>   (default: production)`;
@@ -148,7 +153,39 @@ function writeDatabaseId(id) {
   }
 }
 
-// 3. The queues: every queue this environment produces to or consumes.
+// 3. D1's tables of the releases before the Durable Objects: this release has no move and drops
+// them after it is live, so rows still in them (or a database that never had the move's
+// migration, 0005_objects.sql) mean the move has not run: nothing is changed.
+/** The release that moves D1's deliveries into the Durable Objects (git describe of its commit). */
+const RELEASE_WITH_MOVE = '6569f6d';
+const d1 = (sql) =>
+  json(
+    wrangler(['d1', 'execute', 'DB', '--remote', '--json', `--command=${sql}`], { capture: true }),
+    'wrangler d1 execute',
+  )
+    .flatMap((r) => r.results ?? [])
+    .map((r) => r.name);
+const OLD_TABLES = ['events', 'deliveries', 'delivery_attempts', 'delivery_stats'];
+const old = d1(`SELECT name FROM sqlite_master WHERE type = 'table' AND name IN ('${OLD_TABLES.join("', '")}')`);
+const unmoved =
+  old.length === 0
+    ? []
+    : d1(
+        [
+          ...old.map((t) => `SELECT '${t}' AS name WHERE EXISTS (SELECT 1 FROM ${t})`),
+          `SELECT 'no 0005_objects.sql' AS name WHERE NOT EXISTS (SELECT 1 FROM d1_migrations WHERE name = '0005_objects.sql')`,
+        ].join(' UNION ALL '),
+      );
+if (unmoved.length > 0) {
+  stop(
+    `D1 database ${name} still holds deliveries of a release before the Durable Objects (${unmoved.join(', ')}). ` +
+      `Deploy release ${RELEASE_WITH_MOVE} first (git checkout ${RELEASE_WITH_MOVE} && npm run deploy -- ${environment}): ` +
+      'its Cron Trigger moves them into the Durable Objects and empties those tables within a few minutes. ' +
+      'This release has no move, and drops those tables once it is live. Nothing was changed.',
+  );
+}
+
+// 4. The queues: every queue this environment produces to or consumes.
 const queues = [
   ...new Set([
     ...(settings.queues?.producers ?? []).map((q) => q.queue),
@@ -167,7 +204,7 @@ for (const queue of queues) {
   }
 }
 
-// 4. The secrets. A key source: JWT_SECRET, or JWT_PUBLIC_KEY (secret or var), or JWT_JWKS_URL (var).
+// 5. The secrets. A key source: JWT_SECRET, or JWT_PUBLIC_KEY (secret or var), or JWT_JWKS_URL (var).
 const put = (secret) => `npx wrangler secret put ${secret} --env ${environment}`;
 const setVar = (key) => typeof settings.vars?.[key] === 'string' && settings.vars[key].trim() !== '';
 const listed = wrangler(['secret', 'list', '--format', 'json'], { capture: true });
@@ -196,7 +233,14 @@ if (
 if (missing.length > 0) stop(`required secrets of ${settings.name} are not set:\n  ${missing.join('\n  ')}`);
 console.log(`Secrets set: ${[...secrets].sort().join(', ')}.`);
 
-// 5 and 6. The schema, then the code.
+// 6, 7 and 8. The schema, the code, then what the release before no longer needs.
 wrangler(['d1', 'migrations', 'apply', 'DB', '--remote']);
 wrangler(['deploy']);
+const dropped = await applyPostDeploy((sql) =>
+  json(
+    wrangler(['d1', 'execute', 'DB', '--remote', '--json', `--command=${sql}`], { capture: true }),
+    'wrangler d1 execute',
+  ),
+);
+console.log(`Post-deploy migrations applied: ${dropped.length === 0 ? 'none pending' : dropped.join(', ')}.`);
 console.log(`Deployed ${settings.name}.`);

@@ -1,6 +1,7 @@
 // Prepares a local run, safe to repeat: .dev.vars with a random secret (only if missing), the
 // migrations applied to the local D1 (a database made by an older release is upgraded in place),
-// and demo webhooks seeded into a database that never had any.
+// then the post-deploy ones (scripts/post-deploy.mjs: locally the code that runs is always this
+// tree's), and demo webhooks seeded into a database that never had any.
 import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { appendFileSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
@@ -24,19 +25,21 @@ if (!existsSync(DEV_VARS)) {
   console.log('Added a random WEBHOOK_SECRET_KEY to .dev.vars.');
 }
 
-const wrangler = (...args) => {
-  const run = spawnSync('npx', ['--no-install', 'wrangler', ...args], {
+const run = (command, ...args) => {
+  const done = spawnSync(command, args, {
     cwd: root,
     stdio: ['ignore', 'ignore', 'inherit'],
     env: { ...process.env, WRANGLER_SEND_METRICS: 'false' },
   });
-  if (run.status !== 0) {
-    console.error(`wrangler ${args.join(' ')} failed`);
-    process.exit(run.status ?? 1);
+  if (done.status !== 0) {
+    console.error(`${command} ${args.join(' ')} failed`);
+    process.exit(done.status ?? 1);
   }
 };
+const wrangler = (...args) => run('npx', '--no-install', 'wrangler', ...args);
 
 wrangler('d1', 'migrations', 'apply', 'DB', '--local');
+run(process.execPath, 'scripts/post-deploy.mjs', '--local');
 wrangler('d1', 'execute', 'DB', '--local', '--file', 'scripts/seed.sql');
 console.log('Local D1 ready: migrations applied, demo webhooks seeded (demo-app-1, demo-app-2).');
 console.log('Get a token with: npm run token -- demo-app-1');

@@ -1,11 +1,9 @@
-// The Cron Trigger (every minute, wrangler.toml [triggers]): the move of the release before's
-// deliveries from D1 to the Durable Objects, and the Idempotency-Keys past 24 hours purged. Each
-// job runs even when another fails. Deliveries need no Cron: each endpoint's object has its alarm.
+// The Cron Trigger (every minute, wrangler.toml [triggers]): Idempotency-Keys past 24 hours
+// purged. Deliveries need no Cron: each endpoint's object has its alarm, and each object purges
+// what is past the retention.
 
-import { deliveryConfig } from './core/delivery-settings';
 import { ConfigError, describeFailure } from './core/errors';
 import { log } from './core/log';
-import { moveFromD1 } from './deliveries/move';
 import { purgeExpiredKeys } from './webhooks/store/keys';
 
 async function job(name: string, cron: string, run: () => Promise<number>): Promise<void> {
@@ -22,6 +20,5 @@ async function job(name: string, cron: string, run: () => Promise<number>): Prom
 }
 
 export async function runCron(controller: ScheduledController, env: CloudflareBindings): Promise<void> {
-  await job('deliveries moved from D1', controller.cron, () => moveFromD1(env, deliveryConfig(env)));
   await job('expired idempotency keys purged', controller.cron, () => purgeExpiredKeys(env.DB));
 }

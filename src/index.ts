@@ -1,18 +1,16 @@
-// The Worker: HTTP (the app), the two queues it consumes, and the Cron Trigger.
+// The Worker: HTTP (the app), the events queue it consumes, and the Cron Trigger.
 // The main module exports the handlers and the Durable Object classes only: workerd refuses any
 // other named export.
 import { app } from './app';
 import { log } from './core/log';
 import { runCron } from './cron';
-import { consumeDeliveries } from './deliveries/consumer';
 import { consumeEvents } from './events/consumer';
 import { discardBody } from './http/body';
 import { failureReply, requestIdOf } from './http/envelope';
 import { operationCode } from './http/operations';
 
-/** The queues this Worker consumes (wrangler.toml [[queues.consumers]]), by name: environments add a suffix. */
+/** The queue this Worker consumes (wrangler.toml [[queues.consumers]]), by name: environments add a suffix. */
 const EVENTS_QUEUE = /^nft-webhook-events(-\w+)?$/;
-const DELIVERIES_QUEUE = /^nft-webhook-deliveries(-\w+)?$/;
 
 export { Endpoint } from './deliveries/endpoint';
 export { Application } from './events/application';
@@ -32,7 +30,6 @@ export default {
   },
 
   async queue(batch, env) {
-    if (DELIVERIES_QUEUE.test(batch.queue)) return consumeDeliveries(batch);
     if (EVENTS_QUEUE.test(batch.queue)) return consumeEvents(batch, env);
     log('error', { msg: 'a batch from a queue this Worker does not consume was retried', queue: batch.queue });
     batch.retryAll();

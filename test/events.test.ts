@@ -269,10 +269,8 @@ describe('the events queue', () => {
 
   it('retries the batch when D1 cannot store it', async () => {
     vi.spyOn(console, 'error').mockImplementation(() => {});
-    const failing = {
-      prepare: env.DB.prepare.bind(env.DB),
-      batch: async () => Promise.reject(new Error('D1_ERROR: boom')),
-    };
+    const boom = async () => Promise.reject(new Error('D1_ERROR: boom'));
+    const failing = { prepare: () => ({ bind: () => ({ all: boom, first: boom, run: boom }) }), batch: boom };
     const app = freshApp();
     const { result, ids, retries } = await consume(
       EVENTS_QUEUE,

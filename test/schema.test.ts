@@ -1,6 +1,7 @@
-import { applyD1Migrations, env } from 'cloudflare:test';
+import { env } from 'cloudflare:test';
 import { describe, expect, it } from 'vitest';
 import { insertWebhook, webhookRow } from './helpers/database';
+import { migrate, migrateAfterDeploy, migrateBeforeDeploy, POST_DEPLOY_TABLE } from './helpers/migrate';
 import { expectSuccess, expectValue } from './helpers/replies';
 import { del, fetchWith, postRequest } from './helpers/requests';
 import { bearer, tokenFor } from './helpers/tokens';
@@ -14,7 +15,7 @@ async function schemaOf(db: D1Database): Promise<Record<string, string>> {
   const { results } = await db
     .prepare(
       `SELECT type, name, sql FROM sqlite_master
-       WHERE sql IS NOT NULL AND name NOT LIKE 'sqlite_%' AND name NOT LIKE '_cf_%' AND name <> 'd1_migrations'
+       WHERE sql IS NOT NULL AND name NOT LIKE 'sqlite_%' AND name NOT LIKE '_cf_%' AND name NOT IN ('d1_migrations', 'd1_post_deploy_migrations')
        ORDER BY type, name`,
     )
     .all<{ type: string; name: string; sql: string }>();
@@ -34,7 +35,7 @@ async function schemaOf(db: D1Database): Promise<Record<string, string>> {
 /** The first release's schema: the first migration, which is schema.sql as it was then. */
 const firstRelease = () => env.TEST_MIGRATIONS[0]!.queries;
 
-describe('schema.sql and migrations/', () => {
+describe('schema.sql and migrations/ (post-deploy/ included)', () => {
   it('give the same schema: schema.sql is the complete current schema', async () => {
     await env.SCHEMA_DB.batch(env.TEST_SCHEMA.map((sql) => env.SCHEMA_DB.prepare(sql)));
     const fromSchema = await schemaOf(env.SCHEMA_DB);
@@ -87,10 +88,10 @@ describe('schema.sql and migrations/', () => {
     };
     const before = await dump();
 
-    await applyD1Migrations(db, env.TEST_MIGRATIONS);
+    await migrate(db);
     expect(await dump()).toEqual(before);
     expect(await schemaOf(db)).toEqual(await schemaOf(env.DB));
-    await applyD1Migrations(db, env.TEST_MIGRATIONS);
+    await migrate(db);
     expect(await dump()).toEqual(before);
     // Columns added later start as the rows' history says: every event type, no secret yet, healthy,
     // URLs not yet brought to their normalised form.
@@ -120,6 +121,35 @@ describe('schema.sql and migrations/', () => {
     const audit = await db.prepare(`SELECT audit_id, action FROM webhook_audit ORDER BY audit_id`).all();
     expect(audit.results.map((r) => r.action)).toEqual(['disable', 'delete', 'enable', 'create']);
     expect(audit.results[3]?.audit_id).toBe(4);
+  });
+
+  it('the post-deploy drop of the old delivery tables refuses while one holds a row, dropping nothing, then drops them once', async () => {
+    const db = env.MOVE_DB;
+    await migrateBeforeDeploy(db);
+    const old = ['events', 'deliveries', 'delivery_attempts', 'delivery_stats'];
+    const tables = async () =>
+      (
+        await db
+          .prepare(`SELECT name FROM sqlite_master WHERE type = 'table' AND name IN (SELECT value FROM json_each(?1))`)
+          .bind(JSON.stringify(old))
+          .all<{ name: string }>()
+      ).results
+        .map((r) => r.name)
+        .sort();
+    expect(await tables()).toEqual([...old].sort());
+    // A row the move left behind (here: a counter of the release before).
+    await db.prepare(`INSERT INTO delivery_stats (webhook_id, hour) VALUES (1, '2026-11-01T00:00:00Z')`).run();
+    await expect(migrateAfterDeploy(db)).rejects.toThrow(/CHECK constraint failed/);
+    expect(await tables()).toEqual([...old].sort());
+    expect(await db.prepare(`SELECT COUNT(*) AS n FROM ${POST_DEPLOY_TABLE}`).first('n')).toBe(0);
+    await db.prepare('DELETE FROM delivery_stats').run();
+    await migrateAfterDeploy(db);
+    expect(await tables()).toEqual([]);
+    expect((await db.prepare(`SELECT name FROM ${POST_DEPLOY_TABLE}`).all()).results.map((r) => r.name)).toEqual(
+      env.TEST_POST_DEPLOY.map((m) => m.name),
+    );
+    await migrateAfterDeploy(db);
+    expect(await schemaOf(db)).toEqual(await schemaOf(env.DB));
   });
 
   it('never hands out a deleted id again', async () => {

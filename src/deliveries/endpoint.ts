@@ -21,15 +21,12 @@ import {
   listDeliveries,
   readHourCounts,
 } from './store/log';
-import { insertMoved, type MovedDelivery } from './store/moved';
 import { oldestCreated, purgeDeliveries } from './store/retention';
 import { migrateEndpoint } from './store/schema';
 import {
-  type AttemptRecord,
   endpointWebhook,
   insertDeliveries,
   type NewDelivery,
-  nextDue,
   recoverDeliveries,
   rememberWebhook,
 } from './store/sending';
@@ -64,15 +61,6 @@ export class Endpoint extends DurableObject<CloudflareBindings> {
       return insertDeliveries(this.ctx.storage.sql, deliveries);
     });
     if (added > 0) await this.workArrived(Date.now());
-  }
-
-  /** Deliveries moved from D1, with their attempts, each as it was; pending ones are sent when due. */
-  async moveIn(webhookId: string, deliveries: MovedDelivery[], attempts: AttemptRecord[]): Promise<void> {
-    this.ctx.storage.transactionSync(() => {
-      rememberWebhook(this.ctx.storage.sql, webhookId);
-      insertMoved(this.ctx.storage.sql, deliveries, attempts);
-    });
-    await this.workArrived(nextDue(this.ctx.storage.sql) ?? Date.now());
   }
 
   list(query: DeliveryPageQuery): Page<DeliveryRow> {
@@ -120,7 +108,7 @@ export class Endpoint extends DurableObject<CloudflareBindings> {
   }
 
   /**
-   * Deliveries became due by `at` (handed over, moved in, recovered): the alarm rings no later
+   * Deliveries became due by `at` (handed over, recovered): the alarm rings no later
    * than that. While a pass is under way its end sets the alarm, so it is only told, and comes
    * back for them: setting the alarm now would be overwritten by it.
    */

@@ -9,7 +9,6 @@ import { deliveryConfig } from '../core/delivery-settings';
 import { log } from '../core/log';
 import { lastStart, newSchedule, type SendSchedule, takeSlots } from '../core/send-rate';
 import { type EventToStore, insertEvents, type StoredEvent, webhookOf } from './store/events';
-import { insertMovedEvents, type MovedEvent } from './store/moved';
 import { handedOver, outbox, outboxEmpty } from './store/outbox';
 import { oldestEvent, purgeEvents } from './store/retention';
 import { migrateApplication } from './store/schema';
@@ -72,11 +71,6 @@ export class Application extends DurableObject<CloudflareBindings> {
       this.hosts.set(host, schedule);
     }
     return takeSlots(schedule, wanted, rate, now);
-  }
-
-  /** Events and delivery index rows moved from D1 (a repeat changes nothing). */
-  moveIn(events: MovedEvent[], deliveries: { delivery_id: string; webhook_id: string; created_at: string }[]): void {
-    this.ctx.storage.transactionSync(() => insertMovedEvents(this.ctx.storage.sql, events, deliveries));
   }
 
   override async alarm(): Promise<void> {

@@ -3,8 +3,9 @@ import { log } from '../core/log';
 import { parseJsonText } from '../http/body';
 import { ApiFailure } from '../http/envelope';
 import { retryD1 } from '../platform/d1';
+import { readSubscribers } from '../webhooks/store/subscribers';
 import { eventToStore, parseEvent } from './event';
-import { publishToSubscribers, readFanOut } from './fan-out';
+import { publishersOf, publishToSubscribers } from './fan-out';
 import type { EventToStore, StoredEvent } from './store/events';
 
 /**
@@ -36,8 +37,8 @@ export async function consumeEvents(batch: MessageBatch<unknown>, env: Cloudflar
   const events = valid.map((v) => v.event);
   let stored: StoredEvent[];
   try {
-    const fanOut = await retryD1(() => readFanOut(env.DB, events));
-    stored = await publishToSubscribers(env, events, fanOut);
+    const subscribers = await retryD1(() => readSubscribers(env.DB, publishersOf(events)));
+    stored = await publishToSubscribers(env, events, subscribers);
   } catch (err) {
     log(
       'error',

@@ -3,8 +3,9 @@ import type { AppEnv } from '../http/app-env';
 import { readJsonBody } from '../http/body';
 import { success } from '../http/envelope';
 import { withD1 } from '../http/storage';
+import { readSubscribers } from '../webhooks/store/subscribers';
 import { eventToStore, parseEvent } from './event';
-import { publishToSubscribers, readFanOut } from './fan-out';
+import { publishersOf, publishToSubscribers } from './fan-out';
 import type { EventToStore } from './store/events';
 
 /** Largest event body accepted over HTTP, in bytes. */
@@ -28,7 +29,7 @@ export async function publishEvent(c: Context<AppEnv>): Promise<Response> {
  * for an id its application published before.
  */
 export async function publishEvents(c: Context<AppEnv>, events: EventToStore[]): Promise<string[]> {
-  const fanOut = await withD1(c, 'first-primary', (db) => readFanOut(db, events));
-  const stored = await publishToSubscribers(c.env, events, fanOut);
+  const subscribers = await withD1(c, 'first-primary', (db) => readSubscribers(db, publishersOf(events)));
+  const stored = await publishToSubscribers(c.env, events, subscribers);
   return stored.map((s) => s.eventId);
 }

@@ -1,9 +1,8 @@
-// Queues: a producer that keeps what is sent, and the Worker's consumers run on chosen batches
-// (the events queue; the deliveries queue is the release before's, only acknowledged now).
+// Queues: a producer that keeps what is sent, and the Worker's consumer run on chosen batches
+// (the events queue, the only one it consumes).
 import { createExecutionContext, createMessageBatch, env, getQueueResult } from 'cloudflare:test';
 import worker from '../../src/index';
 
-export const DELIVERIES_QUEUE = 'nft-webhook-deliveries';
 export const EVENTS_QUEUE = 'nft-webhook-events';
 
 /** A queue producer that keeps what is sent to it. */

@@ -20,11 +20,19 @@ const CREATED_ID = '11111111-2222-3333-4444-555555555555';
 const allowedOrigins = (config: string, env?: string) =>
   unstable_readConfig({ config, env }, { hideWarnings: true }).vars?.WEBHOOK_URL_ALLOWED_ORIGINS;
 
-/** What the stand-in's account has; `secrets: null` means the Worker does not exist. */
+/**
+ * What the stand-in's account has; `secrets: null` means the Worker does not exist. Its D1
+ * database (any of them): `old`, the tables of the releases before the Durable Objects with their
+ * rows (absent: none); `moveMigration: false`, it never had the move's migration 0005_objects.sql;
+ * `postDeploy`, the post-deploy migrations applied.
+ */
 interface Account {
   databases: { uuid: string; name: string }[];
   queues: string[];
   secrets: string[] | null;
+  old?: Record<string, number>;
+  moveMigration?: boolean;
+  postDeploy?: string[];
 }
 
 // The stand-in: records argv (one JSON line per call), answers from and updates the state file.
@@ -59,6 +67,28 @@ if (a === 'd1' && b === 'list') {
     process.exit(1);
   }
   console.log(JSON.stringify(state.secrets.map((name) => ({ name, type: 'secret_text' })), null, '  '));
+} else if (a === 'd1' && b === 'execute') {
+  // The SQL the deploy script sends, answered from the state: which old tables there are, which
+  // hold rows; the post-deploy migrations applied, and applying one (which drops the old tables).
+  const sql = argv.find((x) => x.startsWith('--command=')).slice(10);
+  const old = state.old ?? {};
+  const names = (list) => [{ results: list.map((name) => ({ name })), success: true }];
+  if (sql.includes('FROM sqlite_master')) console.log(JSON.stringify(names(Object.keys(old))));
+  else if (sql.includes('WHERE EXISTS')) {
+    const held = Object.keys(old).filter((t) => old[t] > 0);
+    if (state.moveMigration === false) held.push('no 0005_objects.sql');
+    console.log(JSON.stringify(names(held)));
+  } else if (sql.includes('INSERT INTO d1_post_deploy_migrations')) {
+    state.postDeploy = [...(state.postDeploy ?? []), /VALUES [(]'([^']+)'[)]/.exec(sql)[1]];
+    delete state.old;
+    save();
+    console.log(JSON.stringify(names([])));
+  } else if (sql.includes('SELECT name FROM d1_post_deploy_migrations')) {
+    console.log(JSON.stringify([{ results: [], success: true }, ...names(state.postDeploy ?? [])]));
+  } else {
+    console.error('unexpected SQL: ' + sql);
+    process.exit(3);
+  }
 } else if (a === 'd1' && b === 'migrations') {
   console.log('✅ migrations applied');
 } else if (a === 'deploy') {
@@ -109,8 +139,13 @@ function deploy(args: string[], account: Account, toml = original) {
     toml: readFileSync(config, 'utf8'),
     account: JSON.parse(readFileSync(state, 'utf8')) as Account,
     calls,
-    /** The calls without the `--config <file> --env <name>` every one of them ends with. */
-    steps: calls.map((argv) => argv.slice(0, -4).join(' ')),
+    /** The calls without the `--config <file> --env <name>` every one of them ends with (and without their SQL). */
+    steps: calls.map((argv) =>
+      argv
+        .slice(0, -4)
+        .map((x) => (x.startsWith('--command=') ? '--command' : x))
+        .join(' '),
+    ),
   };
 }
 
@@ -119,8 +154,11 @@ const databaseId = (config: string, env: string) =>
     (d: { binding: string }) => d.binding === 'DB',
   )?.database_id;
 
-const PRODUCTION_QUEUES = ['nft-webhook-events', 'nft-webhook-deliveries'];
-const STAGING_QUEUES = ['nft-webhook-events-staging', 'nft-webhook-deliveries-staging'];
+const PRODUCTION_QUEUES = ['nft-webhook-events'];
+const STAGING_QUEUES = ['nft-webhook-events-staging'];
+/** A read of the database (the old tables, the post-deploy migrations applied) or a post-deploy migration. */
+const D1_EXECUTE = 'd1 execute DB --remote --json --command';
+const POST_DEPLOY = ['0001_drop_moved_tables.sql'];
 const SECRETS = ['JWT_SECRET', 'WEBHOOK_SECRET_KEY'];
 
 describe('npm run deploy -- --env <staging|production>', () => {
@@ -131,24 +169,26 @@ describe('npm run deploy -- --env <staging|production>', () => {
       'd1 list --json',
       'd1 create nft-webhooks',
       'd1 list --json',
+      D1_EXECUTE,
       'queues info nft-webhook-events',
       'queues create nft-webhook-events',
-      'queues info nft-webhook-deliveries',
-      'queues create nft-webhook-deliveries',
       'secret list --format json',
       'd1 migrations apply DB --remote',
       'deploy',
+      D1_EXECUTE,
+      D1_EXECUTE,
     ]);
     for (const argv of run.calls) expect(argv.slice(-4)).toEqual(['--config', run.config, '--env', 'production']);
     expect(run.account).toEqual({
       databases: [{ uuid: CREATED_ID, name: 'nft-webhooks' }],
       queues: PRODUCTION_QUEUES,
       secrets: SECRETS,
+      postDeploy: POST_DEPLOY,
     });
     expect(run.stdout).toContain(`Created D1 database nft-webhooks (id ${CREATED_ID}).`);
     expect(run.stdout).toContain(`Wrote database_id = "${CREATED_ID}"`);
     expect(run.stdout).toContain('Created queue nft-webhook-events.');
-    expect(run.stdout).toContain('Created queue nft-webhook-deliveries.');
+    expect(run.stdout).toContain(`Post-deploy migrations applied: ${POST_DEPLOY.join(', ')}.`);
     // The id went into production's block only: staging still has the placeholder.
     expect(databaseId(run.config, 'production')).toBe(CREATED_ID);
     expect(databaseId(run.config, 'staging')).toBe(PLACEHOLDER);
@@ -163,22 +203,24 @@ describe('npm run deploy -- --env <staging|production>', () => {
       ],
       queues: [...PRODUCTION_QUEUES, ...STAGING_QUEUES],
       secrets: ['JWT_SECRET', 'WEBHOOK_SECRET_KEY', 'OTHER'],
+      postDeploy: POST_DEPLOY,
     };
     for (const args of [['--env', 'staging'], ['--env=staging'], ['staging']]) {
       const run = deploy(args, account);
       expect(run.status, run.all).toBe(0);
       expect(run.steps).toEqual([
         'd1 list --json',
+        D1_EXECUTE,
         'queues info nft-webhook-events-staging',
-        'queues info nft-webhook-deliveries-staging',
         'secret list --format json',
         'd1 migrations apply DB --remote',
         'deploy',
+        D1_EXECUTE,
       ]);
       for (const argv of run.calls) expect(argv.slice(-2)).toEqual(['--env', 'staging']);
       expect(run.stdout).toContain('Found D1 database nft-webhooks-staging (id bbbbbbbb-0000-0000-0000-000000000002).');
       expect(run.stdout).toContain('Found queue nft-webhook-events-staging.');
-      expect(run.stdout).toContain('Found queue nft-webhook-deliveries-staging.');
+      expect(run.stdout).toContain('Post-deploy migrations applied: none pending.');
       expect(run.stdout).not.toContain('Created');
       expect(databaseId(run.config, 'staging')).toBe('bbbbbbbb-0000-0000-0000-000000000002');
       // Run again on the file it wrote: the id is there, nothing is written.
@@ -192,7 +234,13 @@ describe('npm run deploy -- --env <staging|production>', () => {
   it('deploys production when no environment is named', () => {
     const run = deploy([], { databases: [], queues: [], secrets: SECRETS });
     expect(run.status, run.all).toBe(0);
-    expect(run.calls.at(-1)).toEqual(['deploy', '--config', run.config, '--env', 'production']);
+    expect(run.calls.find((argv) => argv[0] === 'deploy')).toEqual([
+      'deploy',
+      '--config',
+      run.config,
+      '--env',
+      'production',
+    ]);
   });
 
   it.each([[['--env', 'dev']], [['--env']], [['local']], [['staging', 'production']]])(
@@ -271,6 +319,66 @@ describe('npm run deploy -- --env <staging|production>', () => {
     expect(gone.status, gone.all).toBe(1);
     expect(gone.stderr).toContain('which this account does not have');
     expect(gone.steps).toEqual(['d1 list --json']);
+  });
+});
+
+describe('npm run deploy over a database of the releases before the Durable Objects', () => {
+  const account = (extra: Partial<Account>): Account => ({
+    databases: [{ uuid: 'aaaaaaaa-0000-0000-0000-000000000001', name: 'nft-webhooks' }],
+    queues: PRODUCTION_QUEUES,
+    secrets: SECRETS,
+    ...extra,
+  });
+  const empty = { events: 0, deliveries: 0, delivery_attempts: 0, delivery_stats: 0 };
+
+  it.each([
+    [
+      'rows in the old tables (the move has not run)',
+      { old: { ...empty, events: 3, deliveries: 2, delivery_stats: 1 } },
+      'events, deliveries, delivery_stats',
+    ],
+    [
+      'empty old tables but no move migration (a release before the move is live)',
+      { old: empty, moveMigration: false },
+      'no 0005_objects.sql',
+    ],
+  ])('refuses %s before changing anything, naming the release to deploy first and why', (_, extra, named) => {
+    const before = account(extra);
+    const run = deploy(['production'], before, original.replace(PLACEHOLDER, 'aaaaaaaa-0000-0000-0000-000000000001'));
+    expect(run.status, run.all).toBe(1);
+    expect(run.stderr).toContain(`still holds deliveries of a release before the Durable Objects (${named})`);
+    expect(run.stderr).toContain('Deploy release 6569f6d first (git checkout 6569f6d && npm run deploy -- production)');
+    expect(run.stderr).toContain('moves them into the Durable Objects');
+    expect(run.stderr).toContain('Nothing was changed.');
+    // Two reads, nothing else: no queue, no migration, no deploy, no drop.
+    expect(run.steps).toEqual(['d1 list --json', D1_EXECUTE, D1_EXECUTE]);
+    expect(run.account).toEqual(before);
+  });
+
+  it('goes on over empty old tables of the move release: migrates, deploys, then drops them (once)', () => {
+    const run = deploy(['production'], account({ old: empty }));
+    expect(run.status, run.all).toBe(0);
+    expect(run.steps).toEqual([
+      'd1 list --json',
+      D1_EXECUTE,
+      D1_EXECUTE,
+      'queues info nft-webhook-events',
+      'secret list --format json',
+      'd1 migrations apply DB --remote',
+      'deploy',
+      D1_EXECUTE,
+      D1_EXECUTE,
+    ]);
+    // The drop goes after the deploy, with its record, as one command.
+    const drop = run.calls.at(-1)?.find((x) => x.startsWith('--command=')) ?? '';
+    expect(drop).toContain('DROP TABLE deliveries;');
+    expect(drop).toContain("INSERT INTO d1_post_deploy_migrations (name) VALUES ('0001_drop_moved_tables.sql');");
+    expect(run.account.old).toBeUndefined();
+    expect(run.account.postDeploy).toEqual(POST_DEPLOY);
+    const again = deploy(['production'], run.account, run.toml);
+    expect(again.status, again.all).toBe(0);
+    expect(again.steps.filter((s) => s === D1_EXECUTE)).toHaveLength(2);
+    expect(again.stdout).toContain('Post-deploy migrations applied: none pending.');
   });
 });
 

@@ -1,6 +1,6 @@
 // Global setup of the `http` test project: the real Worker under `wrangler dev`, on a free
 // loopback port, with a local D1 of its own (in a temporary folder) made by the real migrations
-// and seeded like `npm start`'s, its local queues and its Cron Trigger (run on request). Webhooks
+// (the post-deploy ones included) and seeded like `npm start`'s, its local queues and its Cron Trigger (run on request). Webhooks
 // may point at three local receivers: those the tests start on `receiverPort` and
 // `portalReceiverPort` (free, chosen here, before wrangler starts), and the README's
 // `npm run receiver` on 8790. Everything it starts is stopped in
@@ -86,6 +86,26 @@ export function wranglerAsync(args: string[], cwd = root): Promise<string> {
     ).stdin?.end();
   });
 }
+
+/**
+ * Brings the local D1 in `persistTo` to this tree's schema as `npm start` does: the migrations,
+ * then the post-deploy ones (scripts/post-deploy.mjs). Returns what the migrations printed.
+ */
+export async function migrateLocal(persistTo: string): Promise<string> {
+  const made = await wranglerAsync(['d1', 'migrations', 'apply', 'DB', '--local', '--persist-to', persistTo]);
+  return made + (await postDeployLocal(persistTo));
+}
+
+/** The post-deploy migrations applied to the local D1 in `persistTo`; what the script printed. */
+export const postDeployLocal = (persistTo: string) =>
+  new Promise<string>((resolve, reject) => {
+    execFile(
+      process.execPath,
+      ['scripts/post-deploy.mjs', '--local', '--persist-to', persistTo],
+      { cwd: root, encoding: 'utf8', env: { ...process.env, WRANGLER_SEND_METRICS: 'false', CI: 'true' } },
+      (err, stdout, stderr) => (err ? reject(new Error(`post-deploy failed:\n${stdout}\n${stderr}`)) : resolve(stdout)),
+    ).stdin?.end();
+  });
 
 /** A `wrangler dev` this process started, and how to stop it. */
 export interface Dev {
@@ -241,7 +261,7 @@ export function ownWorker(folder: string, origins: string[], settings: Record<st
     secret,
     persistTo,
     async start(): Promise<Dev> {
-      if (!migrated) await wranglerAsync(['d1', 'migrations', 'apply', 'DB', '--local', '--persist-to', persistTo]);
+      if (!migrated) await migrateLocal(persistTo);
       migrated = true;
       runs += 1;
       return startWranglerDev({ cwd: root, persistTo, envFile, logFile: join(folder, `wrangler-dev-${runs}.log`) });
@@ -268,7 +288,7 @@ export default async function setup(project: TestProject) {
     WEBHOOK_SECRET_KEY: randomBytes(32).toString('base64'),
     WEBHOOK_URL_ALLOWED_ORIGINS: allowedOrigins,
   });
-  wrangler(['d1', 'migrations', 'apply', 'DB', '--local', '--persist-to', persistTo]);
+  await migrateLocal(persistTo);
   wrangler(['d1', 'execute', 'DB', '--local', '--persist-to', persistTo, '--file', 'scripts/seed.sql']);
 
   const logFile = join(folder, 'wrangler-dev.log');

@@ -1,12 +1,12 @@
 // The layers of src/ point one way: a file imports only from its own layer or those below it, so
 // no two folders import each other. Lowest first:
 //   core/       errors, the logger, settings, int64 ids and cursors, batching: no bindings, no Hono
-//   platform/   Cloudflare's products: D1, the queues
+//   platform/   Cloudflare's products: D1, calls to Durable Objects, their schema versions
 //   http/       the envelope, request input, the request's D1 session, limits, the route table
 //   auth/       the bearer token
 //   webhooks/   the webhook operations, their store, URL rules and signing secrets
-//   events/     events in: publishing, the events queue, the fan-out
-//   deliveries/ from an event to the receivers: the consumer, attempts, the log, recovery
+//   events/     events in: publishing, the events queue, the fan-out, the Application object
+//   deliveries/ from an event to the receivers: the Endpoint object, attempts, the log, recovery
 //   portal/     serving the application portal's static files with their security headers
 //   src/*.ts    the app, the Cron Trigger, the Worker's entry point
 // Inside a folder, `store/` (SQL only) never imports the handlers beside it.

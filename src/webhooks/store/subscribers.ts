@@ -1,5 +1,5 @@
 // Who receives published events: the enabled webhooks of the publishing applications, with the
-// event types each takes, as D1 holds them now. One statement.
+// event types each takes, as D1 holds them now. One round trip.
 import type { Db } from '../../platform/d1';
 
 /** An enabled webhook that events may be delivered to. */
@@ -11,11 +11,14 @@ export interface Subscriber {
 }
 
 /** The enabled webhooks of these applications, by id. */
-export const subscribersStatement = (db: Db, appIds: string[]) =>
-  db
+export async function readSubscribers(db: Db, appIds: string[]): Promise<Subscriber[]> {
+  const { results } = await db
     .prepare(
       `SELECT CAST(webhook_id AS TEXT) AS webhook_id, app_id, event_types FROM webhooks
        WHERE app_id IN (SELECT value FROM json_each(?1)) AND is_enabled = 1
        ORDER BY webhook_id`,
     )
-    .bind(JSON.stringify(appIds));
+    .bind(JSON.stringify(appIds))
+    .all<Subscriber>();
+  return results;
+}
