@@ -1,9 +1,11 @@
+import { runInDurableObject } from 'cloudflare:test';
 import { Webhook as StandardWebhook } from 'standardwebhooks';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { pendingAt, sendPass, storedDelivery } from './helpers/objects';
+import { migrateApplication } from '../src/events/store/schema';
+import { applicationOf, applicationSql, pendingAt, sendPass, storedDelivery } from './helpers/objects';
 import { receiver } from './helpers/receiver';
 import { expectEnvelope, expectValue } from './helpers/replies';
-import { del, postJson, put, registerWebhook } from './helpers/requests';
+import { del, postJson, publishEvent, put, registerWebhook } from './helpers/requests';
 import { bearer, freshApp, tokenFor } from './helpers/tokens';
 
 afterEach(() => {
@@ -75,5 +77,29 @@ describe('a change told to the endpoint stops or changes a pass already under wa
       expect([verifies(value.secret, req), verifies(hook.secret, req)]).toEqual([true, true]);
       expect(req.headers['webhook-signature']?.split(' ')).toHaveLength(2);
     }
+  });
+
+  it("is relayed by the application's object, which notes each endpoint it handed deliveries to (an upgraded object from its index)", async () => {
+    const app = freshApp();
+    const hook = await registerWebhook(app);
+    const idle = await registerWebhook(app, { url: `https://idle-${app}.example.com/hook` });
+    expect(await applicationSql(app, 'SELECT webhook_id FROM endpoints')).toEqual([]);
+    await publishEvent(app);
+    await publishEvent(app);
+    const noted = await applicationSql(app, 'SELECT webhook_id FROM endpoints ORDER BY webhook_id');
+    expect(noted).toEqual(
+      [{ webhook_id: hook.id }, { webhook_id: idle.id }].sort((a, b) => a.webhook_id.localeCompare(b.webhook_id)),
+    );
+    // An object written before the note existed fills it from its deliveries' index, once.
+    const upgraded = await runInDurableObject(applicationOf(freshApp()), (_instance, state) => {
+      const { sql } = state.storage;
+      sql.exec('DROP TABLE endpoints');
+      sql.exec(`INSERT INTO deliveries (delivery_id, webhook_id, created_at) VALUES
+        (1, '77', '2026-11-01T00:00:00Z'), (2, '77', '2026-11-01T00:00:00Z'), (3, '78', '2026-11-01T00:00:00Z')`);
+      migrateApplication(sql);
+      migrateApplication(sql);
+      return sql.exec('SELECT webhook_id FROM endpoints ORDER BY webhook_id').toArray();
+    });
+    expect(upgraded).toEqual([{ webhook_id: '77' }, { webhook_id: '78' }]);
   });
 });

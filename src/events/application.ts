@@ -8,6 +8,7 @@ import { groupBy } from '../core/batches';
 import { deliveryConfig } from '../core/delivery-settings';
 import { log } from '../core/log';
 import { lastStart, newSchedule, type SendSchedule, takeSlots } from '../core/send-rate';
+import { holdsDeliveries, rememberEndpoints } from './store/endpoints';
 import { type EventToStore, insertEvents, type StoredEvent, webhookOf } from './store/events';
 import { handedOver, outbox, outboxEmpty } from './store/outbox';
 import { oldestEvent, purgeEvents } from './store/retention';
@@ -25,6 +26,8 @@ const HOSTS_KEPT = 1000;
 export class Application extends DurableObject<CloudflareBindings> {
   /** Each host's starts (scheme, host and port), summed over the application's webhooks. */
   private readonly hosts = new Map<string, SendSchedule>();
+  /** Endpoints noted as holding deliveries, in this instance (each is written once). */
+  private readonly endpoints = new Set<string>();
 
   constructor(ctx: DurableObjectState, env: CloudflareBindings) {
     super(ctx, env);
@@ -52,6 +55,16 @@ export class Application extends DurableObject<CloudflareBindings> {
   /** The webhook whose endpoint holds the delivery, or null when the application has none such. */
   locate(deliveryId: string): string | null {
     return webhookOf(this.ctx.storage.sql, deliveryId);
+  }
+
+  /**
+   * Webhook `webhookId` changed in D1 in a way that stops or changes its sending: its endpoint's
+   * object is told (and waited for) when this application ever handed it a delivery; one that
+   * never had one has nothing to stop, and is not woken (or made) for it.
+   */
+  async webhookChanged(webhookId: string): Promise<void> {
+    if (holdsDeliveries(this.ctx.storage.sql, webhookId))
+      await this.env.ENDPOINTS.getByName(webhookId).webhookChanged();
   }
 
   /**
@@ -97,6 +110,12 @@ export class Application extends DurableObject<CloudflareBindings> {
       handovers.flatMap((h) => h.deliveries),
       (d) => d.webhookId,
     );
+    // Noted before the handover: a change told after it reaches the endpoint (see webhookChanged).
+    const fresh = [...byWebhook.keys()].filter((id) => !this.endpoints.has(id));
+    if (fresh.length > 0) {
+      rememberEndpoints(this.ctx.storage.sql, fresh);
+      for (const id of fresh) this.endpoints.add(id);
+    }
     const failed = new Set<string>();
     await Promise.all(
       [...byWebhook].map(async ([webhookId, deliveries]) => {

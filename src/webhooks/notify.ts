@@ -1,6 +1,8 @@
 // A change that stops or changes sending (a webhook disabled, deleted, moved to another URL, its
 // signing secret rotated) is told to the webhook's endpoint object once D1 has it, before the
-// operation answers: a pass under way reads the webhook again before its next attempt starts.
+// operation answers: a pass under way reads the webhook again before its next attempt starts. The
+// application's object relays it, only to an endpoint it ever handed a delivery to: an endpoint
+// object is not made just to be told (a fresh object costs more than the operation itself).
 import type { Context } from 'hono';
 import { log } from '../core/log';
 import type { AppEnv } from '../http/app-env';
@@ -13,7 +15,8 @@ import { requestId } from '../http/envelope';
  */
 export async function tellEndpoint(c: Context<AppEnv>, webhookId: string): Promise<void> {
   try {
-    await c.env.ENDPOINTS.getByName(webhookId).webhookChanged();
+    // Through the application's object, which knows whether the endpoint ever had a delivery.
+    await c.env.APPLICATIONS.getByName(c.get('appId')).webhookChanged(webhookId);
   } catch (err) {
     log(
       'warn',

@@ -5,6 +5,7 @@ import { deliveryConfig } from '../../src/core/delivery-settings';
 import type { SendSchedule } from '../../src/core/send-rate';
 import { type Notices, sendDue } from '../../src/deliveries/send';
 import { insertDeliveries, rememberWebhook } from '../../src/deliveries/store/sending';
+import { rememberEndpoints } from '../../src/events/store/endpoints';
 import { allowedOrigins } from '../../src/webhooks/url';
 
 export const endpointOf = (webhookId: string) => env.ENDPOINTS.getByName(webhookId);
@@ -106,12 +107,16 @@ let seq = 0;
 
 /**
  * `count` deliveries stored at the webhook's endpoint, due now, as its application's object hands
- * them over but without setting the alarm: only the passes the test runs send them.
+ * them over (noting the endpoint) but without setting the alarm: only the passes the test runs send them.
  */
 export async function pendingAt(webhookId: string, appId: string, count: number): Promise<string[]> {
   const now = new Date().toISOString();
   const base = (BigInt(Date.now() - 1_577_836_800_000) << 20n) + BigInt(++seq * 1000);
   const ids = Array.from({ length: count }, (_, i) => String(base + BigInt(i)));
+  // The application notes the endpoint as its handover does (a change of the webhook is then told to it).
+  await runInDurableObject(applicationOf(appId), (_instance, state) =>
+    rememberEndpoints(state.storage.sql, [webhookId]),
+  );
   await runInDurableObject(endpointOf(webhookId), (_instance, state) => {
     rememberWebhook(state.storage.sql, webhookId);
     insertDeliveries(

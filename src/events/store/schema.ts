@@ -24,6 +24,14 @@ CREATE TABLE IF NOT EXISTS outbox (
 CREATE TABLE IF NOT EXISTS ids (name TEXT PRIMARY KEY, last TEXT NOT NULL) WITHOUT ROWID;
 `;
 
+/** The webhooks whose endpoints hold deliveries (store/endpoints.ts); filled from the index once. */
+const ENDPOINTS = `
+CREATE TABLE endpoints (webhook_id TEXT PRIMARY KEY) WITHOUT ROWID;
+INSERT INTO endpoints (webhook_id) SELECT DISTINCT webhook_id FROM deliveries;
+`;
+
 export function migrateApplication(sql: SqlStorage): void {
   sql.exec(SCHEMA);
+  const [known] = sql.exec(`SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'endpoints'`).toArray();
+  if (known === undefined) sql.exec(ENDPOINTS);
 }
