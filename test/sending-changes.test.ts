@@ -1,7 +1,8 @@
 import { runInDurableObject } from 'cloudflare:test';
 import { Webhook as StandardWebhook } from 'standardwebhooks';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { migrateApplication } from '../src/events/store/schema';
+import { APPLICATION_SCHEMA } from '../src/events/store/schema';
+import { upgradeSchema } from '../src/platform/object-schema';
 import { applicationOf, applicationSql, pendingAt, sendPass, storedDelivery } from './helpers/objects';
 import { receiver } from './helpers/receiver';
 import { expectEnvelope, expectValue } from './helpers/replies';
@@ -93,11 +94,14 @@ describe('a change told to the endpoint stops or changes a pass already under wa
     // An object written before the note existed fills it from its deliveries' index, once.
     const upgraded = await runInDurableObject(applicationOf(freshApp()), (_instance, state) => {
       const { sql } = state.storage;
+      // At version 1, the release before's tables.
       sql.exec('DROP TABLE endpoints');
+      sql.exec('DELETE FROM schema_version');
+      sql.exec('INSERT INTO schema_version (version) VALUES (1)');
       sql.exec(`INSERT INTO deliveries (delivery_id, webhook_id, created_at) VALUES
         (1, '77', '2026-11-01T00:00:00Z'), (2, '77', '2026-11-01T00:00:00Z'), (3, '78', '2026-11-01T00:00:00Z')`);
-      migrateApplication(sql);
-      migrateApplication(sql);
+      upgradeSchema(state.storage, APPLICATION_SCHEMA);
+      upgradeSchema(state.storage, APPLICATION_SCHEMA);
       return sql.exec('SELECT webhook_id FROM endpoints ORDER BY webhook_id').toArray();
     });
     expect(upgraded).toEqual([{ webhook_id: '77' }, { webhook_id: '78' }]);

@@ -1,5 +1,8 @@
 // The middle of a sending pass: each due delivery, as its turn comes, admitted by the pass's gate
-// (the webhook as it stands, the rates), signed and sent, as a value. The caller records them.
+// (the webhook as it stands, the rates), signed and sent, as a value. Its one write is in D1,
+// before signing: a webhook from before signing secrets is given its secret (provideSecrets,
+// atomically). What the attempts did is recorded by the caller (record.ts, then the endpoint's
+// object).
 
 import type { DeliveryConfig } from '../core/delivery-settings';
 import { ConfigError, describeFailure } from '../core/errors';

@@ -8,6 +8,7 @@ import { ConfigError, describeFailure } from '../core/errors';
 import { log } from '../core/log';
 import type { Page } from '../core/pages';
 import { newSchedule } from '../core/send-rate';
+import { startWithSchema } from '../platform/object-schema';
 import { allowedOrigins } from '../webhooks/url';
 import { WAIT_SECONDS } from './schedule';
 import { type Notices, type SendSettings, sendDue } from './send';
@@ -22,7 +23,7 @@ import {
   readHourCounts,
 } from './store/log';
 import { oldestCreated, purgeDeliveries } from './store/retention';
-import { migrateEndpoint } from './store/schema';
+import { ENDPOINT_SCHEMA } from './store/schema';
 import {
   endpointWebhook,
   insertDeliveries,
@@ -51,7 +52,8 @@ export class Endpoint extends DurableObject<CloudflareBindings> {
 
   constructor(ctx: DurableObjectState, env: CloudflareBindings) {
     super(ctx, env);
-    migrateEndpoint(ctx.storage.sql);
+    // Its tables at this release's version before any call or alarm reaches it.
+    startWithSchema(ctx, ENDPOINT_SCHEMA);
   }
 
   /** New deliveries handed over by their application's object (a repeat changes nothing); sent at once. */

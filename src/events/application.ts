@@ -8,11 +8,12 @@ import { groupBy } from '../core/batches';
 import { deliveryConfig } from '../core/delivery-settings';
 import { log } from '../core/log';
 import { lastStart, newSchedule, type SendSchedule, takeSlots } from '../core/send-rate';
+import { startWithSchema } from '../platform/object-schema';
 import { holdsDeliveries, rememberEndpoints } from './store/endpoints';
 import { type EventToStore, insertEvents, type StoredEvent, webhookOf } from './store/events';
 import { handedOver, outbox, outboxEmpty } from './store/outbox';
 import { oldestEvent, purgeEvents } from './store/retention';
-import { migrateApplication } from './store/schema';
+import { APPLICATION_SCHEMA } from './store/schema';
 
 /** How soon the alarm tries again a handover that failed (or never finished). */
 const HANDOVER_RETRY_MS = 5_000;
@@ -31,7 +32,8 @@ export class Application extends DurableObject<CloudflareBindings> {
 
   constructor(ctx: DurableObjectState, env: CloudflareBindings) {
     super(ctx, env);
-    migrateApplication(ctx.storage.sql);
+    // Its tables at this release's version before any call or alarm reaches it.
+    startWithSchema(ctx, APPLICATION_SCHEMA);
   }
 
   /**

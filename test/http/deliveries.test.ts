@@ -69,7 +69,6 @@ function expectDelivery(request: Received, secret: string, eventId: string, type
   return timestamp;
 }
 
-const quoted = (text: string) => `'${text.replaceAll("'", "''")}'`;
 const appOf = (name: string) => `http-deliveries-${name}-${randomBytes(3).toString('hex')}`;
 
 describe.concurrent('deliveries over real HTTP: wrangler dev, its local queues, a receiver in this process', () => {

@@ -1,7 +1,13 @@
 // The endpoint object's own SQLite database: each delivery with the body it sends, every attempt
 // as it happened, hourly counters kept by triggers, and the endpoint's own facts (its webhook).
-/** The object's tables, made when the object first starts (every statement is idempotent). */
-const SCHEMA = `
+// Its schema, by versioned steps (src/platform/object-schema.ts): append a step, never edit one.
+import type { SchemaStep } from '../../platform/object-schema';
+
+/**
+ * Version 1: the tables as the first release with the objects made them, on every start, with
+ * `IF NOT EXISTS`; on an object that release wrote, they change nothing.
+ */
+const V1 = `
 CREATE TABLE IF NOT EXISTS deliveries (
   delivery_id     INTEGER PRIMARY KEY,
   event_id        TEXT    NOT NULL,
@@ -66,7 +72,5 @@ END;
 CREATE TABLE IF NOT EXISTS endpoint (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
 `;
 
-/** Makes the object's tables if they are not there yet. */
-export function migrateEndpoint(sql: SqlStorage): void {
-  sql.exec(SCHEMA);
-}
+/** The endpoint object's schema steps: step n takes version n - 1 to n. */
+export const ENDPOINT_SCHEMA: readonly SchemaStep[] = [(sql) => sql.exec(V1)];

@@ -2,8 +2,15 @@
 // publishing idempotent), the index of its deliveries (which endpoint holds each), the outbox of
 // deliveries not yet handed to their endpoints' objects (one row per event: its body once, and the
 // deliveries still to hand over), and the last delivery id given. The bodies live with the
-// deliveries, in the endpoints' objects.
-const SCHEMA = `
+// deliveries, in the endpoints' objects. Its schema, by versioned steps
+// (src/platform/object-schema.ts): append a step, never edit one.
+import type { SchemaStep } from '../../platform/object-schema';
+
+/**
+ * Version 1: the tables as the first release with the objects made them, on every start, with
+ * `IF NOT EXISTS`; on an object that release wrote, they change nothing.
+ */
+const V1 = `
 CREATE TABLE IF NOT EXISTS events (
   event_id   TEXT PRIMARY KEY,
   source_key TEXT UNIQUE,
@@ -24,14 +31,14 @@ CREATE TABLE IF NOT EXISTS outbox (
 CREATE TABLE IF NOT EXISTS ids (name TEXT PRIMARY KEY, last TEXT NOT NULL) WITHOUT ROWID;
 `;
 
-/** The webhooks whose endpoints hold deliveries (store/endpoints.ts); filled from the index once. */
-const ENDPOINTS = `
+/**
+ * Step 2: the webhooks whose endpoints hold deliveries (store/endpoints.ts), filled from the
+ * deliveries' index of an object written before it.
+ */
+const V2 = `
 CREATE TABLE endpoints (webhook_id TEXT PRIMARY KEY) WITHOUT ROWID;
 INSERT INTO endpoints (webhook_id) SELECT DISTINCT webhook_id FROM deliveries;
 `;
 
-export function migrateApplication(sql: SqlStorage): void {
-  sql.exec(SCHEMA);
-  const [known] = sql.exec(`SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'endpoints'`).toArray();
-  if (known === undefined) sql.exec(ENDPOINTS);
-}
+/** The application object's schema steps: step n takes version n - 1 to n. */
+export const APPLICATION_SCHEMA: readonly SchemaStep[] = [(sql) => sql.exec(V1), (sql) => sql.exec(V2)];
