@@ -53,16 +53,25 @@ export function admit(schedule: SendSchedule, id: string, rate: number, now: num
 }
 
 /** How late after its slot a start may be: a host's slots are spaced for it (see takeSlots). */
-export const HOST_SLACK_MS = 500;
+export const HOST_SLACK_MS = 250;
+/** Slots a host hands out at once (a pass's connections); after them, the slots are evenly spaced. */
+const HOST_BURST = 6;
 /** How far ahead a pass is given a host's slots. */
 export const HOST_HORIZON_MS = 1000;
 
-/** When the next host slot is free at `rate` (never before `now`), spaced for HOST_SLACK_MS. */
+/**
+ * When the next host slot is free at `rate` (never before `now`): the window's bound, spaced for
+ * HOST_SLACK_MS, and at most HOST_BURST slots at once, then evenly, so that a pass is never handed
+ * more than it can start within the slack (the window holds either way).
+ */
 function nextSlot(schedule: SendSchedule, rate: number, now: number): number {
   const { starts } = schedule;
   const limit = Math.max(1, Math.min(rate, MAX_RATE));
-  const bound = starts.length >= limit ? (starts[starts.length - limit] as number) + WINDOW_MS + HOST_SLACK_MS : now;
-  return Math.max(now, bound);
+  const span = WINDOW_MS + HOST_SLACK_MS;
+  const window = starts.length >= limit ? (starts[starts.length - limit] as number) + span : now;
+  const even =
+    starts.length >= HOST_BURST ? (starts[starts.length - HOST_BURST] as number) + (HOST_BURST * span) / limit : now;
+  return Math.max(now, window, even);
 }
 
 /**
