@@ -165,14 +165,12 @@ const bytes = withBytes
     }).catch((err) => ({ error: err.message }))
   : null;
 await receiver.close();
-// Hostile load: once, on a worker of its own (bench/hostile.mjs); with --baseline, the release
-// before's bundle too (reported, no target).
-const hostileRun = (url, name) =>
-  runHostile({ bundleUrl: url, log: (line) => process.stdout.write(`${name} ${line}\n`) }).catch((err) => ({
-    error: err.message,
-  }));
-const hostileBaseline = withHostile && baselineUrl !== undefined ? await hostileRun(baselineUrl, baselineRev) : null;
-const hostile = withHostile ? await hostileRun(bundleUrl, 'service') : null;
+// Hostile load: once, on a worker of its own (bench/hostile.mjs).
+const hostile = withHostile
+  ? await runHostile({ bundleUrl, log: (line) => process.stdout.write(`${line}\n`) }).catch((err) => ({
+      error: err.message,
+    }))
+  : null;
 
 /** One run of the HTTP scenarios: fresh workers, every selected scenario. */
 async function httpRun(run) {
@@ -538,7 +536,6 @@ if (bytes !== null) {
 
 if (hostile !== null) {
   report.hostile = { ...hostile, target: { answered: 'all', p95_ms: HOSTILE_TARGET.p95Ms, close_wait: 0 } };
-  if (hostileBaseline !== null) report.hostile_baseline = { rev: baselineRev, ...hostileBaseline };
   if (hostile.error !== undefined) failures.push(`${HOSTILE}: ${hostile.error}`);
   else {
     if (hostile.unanswered > 0) failures.push(`${HOSTILE}: ${hostile.unanswered} well-behaved publishes unanswered`);

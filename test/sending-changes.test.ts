@@ -1,4 +1,4 @@
-import { runInDurableObject } from 'cloudflare:test';
+import { runInDurableObject, SELF } from 'cloudflare:test';
 import { Webhook as StandardWebhook } from 'standardwebhooks';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { APPLICATION_SCHEMA } from '../src/events/store/schema';
@@ -6,7 +6,7 @@ import { upgradeSchema } from '../src/platform/object-schema';
 import { applicationOf, applicationSql, pendingAt, sendPass, storedDelivery } from './helpers/objects';
 import { receiver } from './helpers/receiver';
 import { expectEnvelope, expectValue } from './helpers/replies';
-import { del, postJson, publishEvent, put, registerWebhook } from './helpers/requests';
+import { del, postJson, publishEvent, put, registerWebhook, URL_ } from './helpers/requests';
 import { bearer, freshApp, tokenFor } from './helpers/tokens';
 
 afterEach(() => {
@@ -78,6 +78,37 @@ describe('a change told to the endpoint stops or changes a pass already under wa
       expect([verifies(value.secret, req), verifies(hook.secret, req)]).toEqual([true, true]);
       expect(req.headers['webhook-signature']?.split(' ')).toHaveLength(2);
     }
+  });
+
+  it('a PATCH of the url: every attempt that starts after its reply goes to the new url', async () => {
+    const app = freshApp();
+    const hook = await registerWebhook(app);
+    await pendingAt(hook.id, app, 12);
+    let release: () => void = () => {};
+    const held = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const { requests } = receiver(async (_req, n) => {
+      if (n <= 6) await held;
+      return new Response(null, { status: 204 });
+    });
+    const pass = sendPass(hook.id);
+    await until(() => requests.length === 6);
+    const moved = `https://moved-${app}.example.com/hook`;
+    const res = await SELF.fetch(`${URL_}`, {
+      method: 'PATCH',
+      headers: { ...bearer(await tokenFor(app)), 'content-type': 'application/json' },
+      body: JSON.stringify({ webhook_id: hook.id, url: moved }),
+    });
+    expect(res.status).toBe(200);
+    release();
+    // The pass under way sends nothing more to the old url; the passes after it send to the new one.
+    for (let next = await pass; next !== null && requests.length < 12; next = await sendPass(hook.id)) {
+      await new Promise((resolve) => setTimeout(resolve, Math.max(0, next - Date.now())));
+    }
+    expect(requests).toHaveLength(12);
+    expect(requests.slice(0, 6).map((r) => r.url)).toEqual(Array(6).fill(`https://${app}.example.com/hook`));
+    expect(requests.slice(6).map((r) => r.url)).toEqual(Array(6).fill(moved));
   });
 
   it("is relayed by the application's object, which notes each endpoint it handed deliveries to (an upgraded object from its index)", async () => {
