@@ -37,6 +37,7 @@ import {
   startWorker,
   tokenFor,
 } from './harness.mjs';
+import { HOSTILE, HOSTILE_TARGET, runHostile } from './hostile.mjs';
 import { load } from './load.mjs';
 import { APPS, NEW_APPS, PER_APP, scenarioList } from './scenarios.mjs';
 
@@ -109,7 +110,8 @@ const scenarios = allScenarios
 const withBaseline = scenarios.some((s) => s.baseline);
 const queueScenarios = QUEUE_SCENARIOS.filter(selected);
 const withBytes = selected(BYTES);
-if (scenarios.length === 0 && queueScenarios.length === 0 && !withBytes)
+const withHostile = selected(HOSTILE);
+if (scenarios.length === 0 && queueScenarios.length === 0 && !withBytes && !withHostile)
   throw new Error(`--only ${only}: no scenario's name has it`);
 
 const loadOf = (url, scenario, seconds, counter) =>
@@ -163,6 +165,12 @@ const bytes = withBytes
     }).catch((err) => ({ error: err.message }))
   : null;
 await receiver.close();
+// Hostile load: once, on a worker of its own (bench/hostile.mjs).
+const hostile = withHostile
+  ? await runHostile({ bundleUrl, log: (line) => process.stdout.write(`${line}\n`) }).catch((err) => ({
+      error: err.message,
+    }))
+  : null;
 
 /** One run of the HTTP scenarios: fresh workers, every selected scenario. */
 async function httpRun(run) {
@@ -523,6 +531,18 @@ if (bytes !== null) {
     console.log(`\n${BYTES} (${queueOptions.bytesEvents} events, 2 webhooks): ${line('service')}; ${line('floor')}`);
     if (bytes.service.d1_growth_bytes >= D1_GROWTH_LIMIT)
       failures.push(`${BYTES}: D1 grew ${bytes.service.d1_growth_bytes} bytes, target < ${D1_GROWTH_LIMIT}`);
+  }
+}
+
+if (hostile !== null) {
+  report.hostile = { ...hostile, target: { answered: 'all', p95_ms: HOSTILE_TARGET.p95Ms, close_wait: 0 } };
+  if (hostile.error !== undefined) failures.push(`${HOSTILE}: ${hostile.error}`);
+  else {
+    if (hostile.unanswered > 0) failures.push(`${HOSTILE}: ${hostile.unanswered} well-behaved publishes unanswered`);
+    if (hostile.p95_ms > HOSTILE_TARGET.p95Ms)
+      failures.push(`${HOSTILE}: well-behaved p95 ${hostile.p95_ms} ms, target < ${HOSTILE_TARGET.p95Ms} ms`);
+    if (hostile.close_wait > HOSTILE_TARGET.closeWait)
+      failures.push(`${HOSTILE}: ${hostile.close_wait} sockets in CLOSE-WAIT`);
   }
 }
 

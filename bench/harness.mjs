@@ -154,7 +154,7 @@ const unlimited = { simple: { limit: 1_000_000_000, period: 60 } };
  * Starts one worker with a fresh in-memory D1 holding `apps` x `perApp` webhooks (ids 1..n, app of
  * id i is `app-${(i - 1) % apps}`) and returns its URL, its D1, its Miniflare and a `dispose`.
  * `script` is a module's source, or `scriptPath` a file. Rate limits are lifted: load and
- * benchmark measure the service, not the limiter's budget. `queueProducers`, `queueConsumers` and
+ * benchmark measure the service, not the limiter's budget (`configuredLimits`: wrangler.toml's). `queueProducers`, `queueConsumers` and
  * `durableObjects` are Miniflare's options of the same names.
  */
 export async function startWorker({
@@ -171,6 +171,7 @@ export async function startWorker({
   durableObjects,
   tool = false,
   persist,
+  configuredLimits = false,
 }) {
   const main = {
     name: 'main',
@@ -201,13 +202,16 @@ export async function startWorker({
       BENCH_APPS: String(apps),
       ...bindings,
     },
-    ratelimits: limiters
-      ? {
-          APP_RATE_LIMITER: { namespace_id: '1001', ...unlimited },
-          AUTH_FAILURE_RATE_LIMITER: { namespace_id: '1002', ...unlimited },
-          PUBLISH_RATE_LIMITER: { namespace_id: '1003', ...unlimited },
-        }
-      : {},
+    // configuredLimits: wrangler.toml's own limits (what a client meets in production).
+    ratelimits: configuredLimits
+      ? Object.fromEntries(config.ratelimits.map(({ name, namespace_id, simple }) => [name, { namespace_id, simple }]))
+      : limiters
+        ? {
+            APP_RATE_LIMITER: { namespace_id: '1001', ...unlimited },
+            AUTH_FAILURE_RATE_LIMITER: { namespace_id: '1002', ...unlimited },
+            PUBLISH_RATE_LIMITER: { namespace_id: '1003', ...unlimited },
+          }
+        : {},
   };
   // The tool's ENDPOINTS and APPLICATIONS: the worker under test's own objects (by class name).
   const objectOf = (binding) =>

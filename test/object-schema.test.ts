@@ -248,7 +248,7 @@ describe('an Endpoint written by the release before', () => {
 });
 
 describe('an Application written by the release before', () => {
-  it('starts at version 1 with its events, index, outbox and ids; its alarm hands the outbox over once', async () => {
+  it('starts at version 2 (step 2 notes the endpoints of its index) with its events, index, outbox and ids; its alarm hands the outbox over once', async () => {
     const app = freshApp();
     const hook = await registerWebhook(app);
     receiver(() => new Response('ok'));
@@ -291,7 +291,8 @@ describe('an Application written by the release before', () => {
     const fresh = await runInDurableObject(applicationOf(`${app}-fresh`), (_i, state) => schemaOf(state.storage.sql));
 
     await evictDurableObject(stub);
-    expect(await applicationSql(app, 'SELECT version FROM schema_version')).toEqual([{ version: 1 }]);
+    expect(await applicationSql(app, 'SELECT version FROM schema_version')).toEqual([{ version: 2 }]);
+    expect(await applicationSql(app, 'SELECT webhook_id FROM endpoints')).toEqual([{ webhook_id: hook.id }]);
     expect(await runInDurableObject(stub, (_i, state) => schemaOf(state.storage.sql))).toEqual(fresh);
     expect(await applicationSql(app, 'SELECT * FROM events ORDER BY event_id')).toEqual(before.events);
     expect(await applicationSql(app, 'SELECT * FROM deliveries ORDER BY delivery_id')).toEqual(before.deliveries);

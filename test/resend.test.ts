@@ -174,6 +174,28 @@ describe('POST /v1.0/app/nft/webhook/delivery/resend', () => {
     expect(row).toMatchObject({ status: 'pending', type: 'NEW_NFT' });
   });
 
+  it.each([
+    ['DELIVERY_RETRY_SCHEDULE', '2s 13h'],
+    ['DELIVERY_RETENTION_DAYS', '0'],
+  ])(
+    'fails closed on an invalid %s (%s), as publishing, test events and recovery do: 500 naming it, nothing stored or sent',
+    async (name, bad) => {
+      const app = freshApp();
+      const { id } = await registerWebhook(app);
+      const { deliveryIds } = await publishEvent(app);
+      await deliverDue(id);
+      const before = await tables(app);
+      const { requests } = receiver();
+      const error = vi.spyOn(console, 'error').mockImplementation(() => {});
+      const { res } = await resend(app, { delivery_id: deliveryIds[0] }, { [name]: bad });
+      await expectEnvelope(res, 500, 64064, 'event fail');
+      expect(error.mock.calls.map((c) => String(c[0])).join('\n')).toContain(`configuration error: ${name}: `);
+      await deliverDue(id);
+      expect(requests).toEqual([]);
+      expect(await tables(app)).toEqual(before);
+    },
+  );
+
   it('answers 409 for a disabled webhook and stores nothing', async () => {
     const app = freshApp();
     const { id } = await registerWebhook(app);

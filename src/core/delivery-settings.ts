@@ -1,6 +1,6 @@
 // The delivery settings (DELIVERY_*, AUTO_DISABLE_AFTER_HOURS, ENDPOINT_RATE_LIMIT): read and checked
-// once per isolate. Publishing, test events and recovery check them too, so an invalid one fails
-// closed everywhere, not only where deliveries are made.
+// once per isolate. Every path that makes deliveries checks them first (events/fail-closed.ts), so
+// an invalid one fails closed everywhere, not only where deliveries are sent.
 import { ConfigError } from '../core/errors';
 import { perIsolate, setting, wholeNumber } from '../core/settings';
 

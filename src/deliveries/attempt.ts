@@ -60,7 +60,11 @@ export function keptText(bytes: Uint8Array): string {
   return text.slice(0, end);
 }
 
-/** Reads at most KEPT_BODY_BYTES of a body, then cancels the rest. */
+/**
+ * Reads at most KEPT_BODY_BYTES of a body, then cancels the rest. Whatever ends the read (the kept
+ * part full, the end, the timeout's abort, an error), the body is cancelled: no reply is ever left
+ * half read, holding its connection.
+ */
 async function readKept(body: ReadableStream<Uint8Array> | null): Promise<Uint8Array> {
   if (body === null) return new Uint8Array();
   const reader = body.getReader();
@@ -74,11 +78,11 @@ async function readKept(body: ReadableStream<Uint8Array> | null): Promise<Uint8A
       kept.set(value.subarray(0, take), size);
       size += take;
     }
-    await reader.cancel();
+    return kept;
   } finally {
+    await reader.cancel().catch(() => {});
     reader.releaseLock();
   }
-  return kept;
 }
 
 function errorKind(err: unknown, timedOut: boolean): AttemptError {
@@ -112,6 +116,7 @@ export async function attempt(request: AttemptRequest, fetcher: typeof fetch = f
         redirect: 'manual',
         signal: controller.signal,
       });
+      // Should the timeout have won meanwhile, the read fails on the abort and cancels the reply.
       const kept = await readKept(res.body);
       return { res, kept };
     };

@@ -1,26 +1,30 @@
-// The middle of a sending pass: each due delivery's request, signed and sent, as a value. Its one
-// write is in D1, before signing: a webhook from before signing secrets is given its secret
-// (provideSecrets, atomically). What the attempts did is recorded by the caller (record.ts, then
-// the endpoint's object).
+// The middle of a sending pass: each due delivery, as its turn comes, admitted by the pass's gate
+// (the webhook as it stands, the rates), signed and sent, as a value. Its one write is in D1,
+// before signing: a webhook from before signing secrets is given its secret (provideSecrets,
+// atomically). What the attempts did is recorded by the caller (record.ts, then the endpoint's
+// object).
 
 import type { DeliveryConfig } from '../core/delivery-settings';
 import { ConfigError, describeFailure, InvalidInput } from '../core/errors';
 import { log } from '../core/log';
 import { retryD1 } from '../platform/d1';
 import { openSecret, type SecretKeys, sealedNewSecret, secretKeys, UnopenedSecret } from '../webhooks/secrets';
+import type { SendingRow } from '../webhooks/store/reads';
 import { provideSecrets } from '../webhooks/store/secrets';
 import { webhookUrl } from '../webhooks/url';
 import { type AttemptResult, attempt } from './attempt';
+import type { Gate } from './gate';
 import { afterAttempt } from './schedule';
 import { signature, signingKey } from './signing';
-import type { DeliveryToAttempt } from './store/sending';
+import type { DeliveryToAttempt, DueDelivery } from './store/sending';
 
 /** Attempts open at once per endpoint: the runtime allows six open connections per invocation. */
 export const MAX_CONCURRENT_ATTEMPTS = 6;
 
 /**
  * What became of one due delivery: an attempt was made (at `at`), with what it means for the
- * delivery (`next`: its new state); or it waits (no request).
+ * delivery (`next`: its new state); it waits a while (no request: it could not be signed); it is
+ * held for its slot (no request, untouched); or it ends cancelled (the webhook is gone or disabled).
  */
 export type Dispatched =
   | {
@@ -30,17 +34,19 @@ export type Dispatched =
       result: AttemptResult;
       next: ReturnType<typeof afterAttempt>;
     }
-  | { row: DeliveryToAttempt; kind: 'wait' };
+  | { row: DueDelivery; kind: 'wait' | 'held' | 'cancelled' };
 
 /**
- * What the requests of a pass need: the keys that open signing secrets (null: none can be), the
- * origins exempt from the URL rules (WEBHOOK_URL_ALLOWED_ORIGINS), the timeout, the fetch.
+ * What the requests of a pass need: the keys that open signing secrets, the origins exempt from
+ * the URL rules (WEBHOOK_URL_ALLOWED_ORIGINS), the timeout, the fetch, the pass's gate.
  */
 export interface DispatchContext {
-  secretKeys: SecretKeys | null;
+  secretKeys: SecretKeys;
   origins: ReadonlySet<string>;
   config: DeliveryConfig;
   fetcher: typeof fetch;
+  gate: Gate;
+  webhookId: string;
 }
 
 // HMAC keys of stored secrets, per isolate: decrypting and importing once per webhook secret.
@@ -72,38 +78,28 @@ function keysOf(secretKeys: SecretKeys, row: DeliveryToAttempt, now: number): Pr
 }
 
 /**
- * The keys that open the due deliveries' signing secrets, after giving webhooks registered before
- * secrets existed theirs (one more round trip, once in a webhook's life). Null when that cannot
- * be done now (configuration, storage): the deliveries then wait.
+ * The keys that open the webhook's signing secrets, after giving a webhook registered before
+ * secrets existed its own (one more round trip, once in its life; `webhook` is updated). Null when
+ * that cannot be done now (configuration, storage): its deliveries then wait.
  */
-export async function prepareSigning(env: CloudflareBindings, due: DeliveryToAttempt[]): Promise<SecretKeys | null> {
-  if (due.length === 0) return null;
+export async function prepareSigning(
+  env: CloudflareBindings,
+  webhookId: string,
+  webhook: SendingRow,
+): Promise<SecretKeys | null> {
   try {
     const keys = await secretKeys(env);
-    await provideLegacySecrets(env, due);
+    if (webhook.secret === null) {
+      const { sealed } = await sealedNewSecret(env);
+      const stored = (await retryD1(() => provideSecrets(env.DB, [{ webhookId, sealed }]))).get(webhookId);
+      if (stored !== undefined) Object.assign(webhook, stored);
+    }
     return keys;
   } catch (err) {
     const config = err instanceof ConfigError;
     const why = config ? describeFailure(err) : 'could not read signing secrets';
-    log('error', { msg: `${why}; deliveries wait` }, config ? undefined : err);
+    log('error', { msg: `${why}; deliveries wait`, webhook_id: webhookId }, config ? undefined : err);
     return null;
-  }
-}
-
-async function provideLegacySecrets(env: CloudflareBindings, rows: DeliveryToAttempt[]): Promise<void> {
-  const legacy = [...new Set(rows.filter((r) => r.secret === null).map((r) => r.webhook_id))];
-  if (legacy.length === 0) return;
-  const items = await Promise.all(
-    legacy.map(async (webhookId) => ({ webhookId, sealed: (await sealedNewSecret(env)).sealed })),
-  );
-  const secrets = await retryD1(() => provideSecrets(env.DB, items));
-  for (const row of rows) {
-    const stored = secrets.get(row.webhook_id);
-    if (row.secret === null && stored !== undefined) {
-      row.secret = stored.secret;
-      row.previous_secret = stored.previous_secret;
-      row.previous_secret_until = stored.previous_secret_until;
-    }
   }
 }
 
@@ -149,52 +145,74 @@ function attempted(row: DeliveryToAttempt, at: number, result: AttemptResult, co
   return { row, kind: 'attempted', at, result, next: change };
 }
 
-/** One due delivery: its signed request, sent while holding one of the pass's connections. */
-async function dispatch(
-  row: DeliveryToAttempt,
-  context: DispatchContext,
-  connection: ReturnType<typeof slots>,
-): Promise<Dispatched> {
-  if (context.secretKeys === null || row.secret === null) return { row, kind: 'wait' };
-  let keys: CryptoKey[];
-  try {
-    keys = await keysOf(context.secretKeys, row, Date.now());
-  } catch (err) {
-    // A key missing from the ring names its id; the delivery waits for it, never sent unsigned.
-    const missing = err instanceof UnopenedSecret;
-    log(
-      'error',
-      {
-        msg: `${missing ? describeFailure(err) : 'a signing secret could not be opened'}; the delivery waits`,
-        delivery_id: row.delivery_id,
-        webhook_id: row.webhook_id,
-        key_id: missing ? err.keyId : undefined,
-      },
-      missing ? undefined : err,
-    );
-    return { row, kind: 'wait' };
-  }
-  const at = Date.now();
-  let url: string;
-  try {
-    // The URL rules may have tightened since it was registered: a refused URL is never requested.
-    url = webhookUrl(row.url, context.origins);
-  } catch (err) {
-    if (!(err instanceof InvalidInput)) throw err;
-    const result: AttemptResult = { status: null, error: 'url_refused', body: null, retryAfter: null, durationMs: 0 };
-    return attempted(row, at, result, context.config);
-  }
-  const body = encoder.encode(row.payload);
-  const timestamp = Math.floor(at / 1000);
-  const headers = {
-    'webhook-id': row.message_id,
-    'webhook-timestamp': String(timestamp),
-    'webhook-signature': await signature(keys, row.message_id, timestamp, body),
-  };
-  // Only the request holds one of the six connections; signing and recording do not.
-  const timeoutMs = context.config.timeoutSeconds * 1000;
-  const result = await connection(() => attempt({ url, body, headers, timeoutMs }, context.fetcher));
-  return attempted(row, at, result, context.config);
+/**
+ * One due delivery, as its turn for one of the pass's connections comes: admitted by the gate
+ * just before it starts (else cancelled or held), signed with the webhook's secrets as they stand,
+ * and sent. Should the webhook change while it is being signed, it is admitted again.
+ */
+function dispatch(row: DueDelivery, context: DispatchContext, connection: ReturnType<typeof slots>) {
+  return connection(async (): Promise<Dispatched> => {
+    for (;;) {
+      const admission = await context.gate.admit(row);
+      if (admission.kind === 'cancel') return { row, kind: 'cancelled' };
+      if (admission.kind === 'hold') return { row, kind: 'held' };
+      const { url, secret, previous_secret, previous_secret_until } = admission.webhook;
+      const target: DeliveryToAttempt = {
+        ...row,
+        webhook_id: context.webhookId,
+        url,
+        secret,
+        previous_secret,
+        previous_secret_until,
+      };
+      if (secret === null) return { row, kind: 'wait' };
+      let keys: CryptoKey[];
+      try {
+        keys = await keysOf(context.secretKeys, target, Date.now());
+      } catch (err) {
+        // A key missing from the ring names its id; the delivery waits for it, never sent unsigned.
+        const missing = err instanceof UnopenedSecret;
+        log(
+          'error',
+          {
+            msg: `${missing ? describeFailure(err) : 'a signing secret could not be opened'}; the delivery waits`,
+            delivery_id: row.delivery_id,
+            webhook_id: context.webhookId,
+            key_id: missing ? err.keyId : undefined,
+          },
+          missing ? undefined : err,
+        );
+        return { row, kind: 'wait' };
+      }
+      const at = Date.now();
+      let checked: string;
+      try {
+        // The URL rules may have tightened since it was registered: a refused URL is never requested.
+        checked = webhookUrl(url, context.origins);
+      } catch (err) {
+        if (!(err instanceof InvalidInput)) throw err;
+        const refused: AttemptResult = {
+          status: null,
+          error: 'url_refused',
+          body: null,
+          retryAfter: null,
+          durationMs: 0,
+        };
+        return attempted(target, at, refused, context.config);
+      }
+      const body = encoder.encode(row.payload);
+      const timestamp = Math.floor(at / 1000);
+      const headers = {
+        'webhook-id': row.message_id,
+        'webhook-timestamp': String(timestamp),
+        'webhook-signature': await signature(keys, row.message_id, timestamp, body),
+      };
+      if (context.gate.changedSince(admission)) continue;
+      const timeoutMs = context.config.timeoutSeconds * 1000;
+      const result = await attempt({ url: checked, body, headers, timeoutMs }, context.fetcher);
+      return attempted(target, at, result, context.config);
+    }
+  });
 }
 
 /**
@@ -202,7 +220,7 @@ async function dispatch(
  * once; the results in the order of `due`. One delivery's unexpected failure makes it wait and
  * never costs the others theirs.
  */
-export function dispatchAll(due: DeliveryToAttempt[], context: DispatchContext): Promise<Dispatched[]> {
+export function dispatchAll(due: DueDelivery[], context: DispatchContext): Promise<Dispatched[]> {
   const connection = slots(MAX_CONCURRENT_ATTEMPTS);
   return Promise.all(
     due.map(async (row): Promise<Dispatched> => {

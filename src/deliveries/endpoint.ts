@@ -11,7 +11,7 @@ import { newSchedule } from '../core/send-rate';
 import { startWithSchema } from '../platform/object-schema';
 import { allowedOrigins } from '../webhooks/url';
 import { WAIT_SECONDS } from './schedule';
-import { type SendSettings, sendDue } from './send';
+import { type Notices, type SendSettings, sendDue } from './send';
 import {
   type AttemptRow,
   type DeliveryPageQuery,
@@ -40,6 +40,8 @@ const HOUR_MS = 3_600_000;
 
 export class Endpoint extends DurableObject<CloudflareBindings> {
   private readonly schedule = newSchedule();
+  /** Changes of the webhook that its operations told this object about (see webhookChanged). */
+  private readonly notices: Notices = { changes: 0 };
   /** The sending passes, one after another: never two at once. */
   private sending: Promise<void> = Promise.resolve();
   /** A pass is under way: new work then only says so (`arrived`), and the pass comes back for it. */
@@ -81,6 +83,15 @@ export class Endpoint extends DurableObject<CloudflareBindings> {
     const count = recoverDeliveries(this.ctx.storage.sql, since, until, now);
     if (count > 0) await this.workArrived(Date.now());
     return count;
+  }
+
+  /**
+   * The webhook changed in D1 (disabled, deleted, its URL or its signing secret): told by the
+   * operation once its write has committed, before it answers. A pass under way reads the webhook
+   * again before its next attempt starts, so nothing that starts after the reply sends the old way.
+   */
+  webhookChanged(): void {
+    this.notices.changes++;
   }
 
   stats(since: string): HourCounts[] {
@@ -127,7 +138,7 @@ export class Endpoint extends DurableObject<CloudflareBindings> {
     // Should this pass die with its requests in flight, the alarm comes back for them.
     const { config } = settings;
     await this.ctx.storage.setAlarm(Date.now() + (config.timeoutSeconds + 60) * 1000);
-    const endpoint = { webhookId, storage: this.ctx.storage, schedule: this.schedule };
+    const endpoint = { webhookId, storage: this.ctx.storage, schedule: this.schedule, notices: this.notices };
     let next: number | null = null;
     this.passing = true;
     this.arrived = false;

@@ -4,7 +4,7 @@
 import type { DeliveryConfig } from '../core/delivery-settings';
 import type { DisableCandidate, HealthChange } from '../webhooks/store/health';
 import type { Dispatched } from './dispatch';
-import { succeeded, waiting } from './schedule';
+import { cancelled, succeeded, waiting } from './schedule';
 import type { AttemptRecord, DeliveryChange } from './store/sending';
 
 /** However short AUTO_DISABLE_AFTER_HOURS, two failures at least this far apart are needed. */
@@ -26,12 +26,13 @@ export function recordOf(dispatched: Dispatched[], config: DeliveryConfig, now: 
   const health = new Map<string, HealthChange>();
   const disable = new Map<string, DisableCandidate>();
   for (const done of dispatched) {
-    const { row } = done;
-    if (done.kind === 'wait') {
-      record.changes.push(waiting(row, now));
+    // Held for its slot: untouched. Unsigned: it waits a while. The webhook gone: cancelled.
+    if (done.kind !== 'attempted') {
+      if (done.kind !== 'held')
+        record.changes.push(done.kind === 'wait' ? waiting(done.row, now) : cancelled(done.row));
       continue;
     }
-    const { at, result, next: change } = done;
+    const { row, at, result, next: change } = done;
     record.changes.push(change);
     record.attempts.push({
       delivery_id: row.delivery_id,

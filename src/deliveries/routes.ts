@@ -1,5 +1,6 @@
 import type { HonoBase } from 'hono/hono-base';
 import { authenticate, requireWrite } from '../auth/bearer';
+import { deliverySettingsChecked } from '../events/fail-closed';
 import type { AppEnv } from '../http/app-env';
 import { Code } from '../http/envelope';
 import { limitApplication } from '../http/limits';
@@ -23,17 +24,19 @@ export const STATS_PATH = '/v1.0/app/nft/webhook/stats';
 export function mountDeliveries(app: HonoBase<AppEnv>) {
   const guarded = [authenticate, limitApplication];
   const writing = [authenticate, requireWrite, limitApplication];
+  // Test events, recoveries and resends make deliveries: invalid delivery settings fail them closed.
+  const delivering = [...writing, deliverySettingsChecked];
   mountPath(app, DELIVERY_PATH, {
     GET: { name: 'deliveries', code: Code.queryFail, handlers: [...guarded, readDeliveries] },
   });
   mountPath(app, TEST_EVENT_PATH, {
-    POST: { name: 'test', code: Code.eventFail, handlers: [...writing, sendTestEvent] },
+    POST: { name: 'test', code: Code.eventFail, handlers: [...delivering, sendTestEvent] },
   });
   mountPath(app, RECOVER_PATH, {
-    POST: { name: 'recover', code: Code.eventFail, handlers: [...writing, recover] },
+    POST: { name: 'recover', code: Code.eventFail, handlers: [...delivering, recover] },
   });
   mountPath(app, RESEND_PATH, {
-    POST: { name: 'resend', code: Code.eventFail, handlers: [...writing, resend] },
+    POST: { name: 'resend', code: Code.eventFail, handlers: [...delivering, resend] },
   });
   mountPath(app, STATS_PATH, {
     GET: { name: 'stats', code: Code.queryFail, handlers: [...guarded, readStats] },

@@ -1,32 +1,32 @@
-// One sending pass of an endpoint's object: its due deliveries read from its own storage, the
-// webhook read from D1, as many attempts as the endpoint's rate allows sent (six at once), and
-// what happened recorded: attempts and states in the object, the webhook's health in D1. Only this
-// endpoint's object waits on its requests, so a slow endpoint holds back no other.
+// One sending pass of an endpoint's object, in four steps: prepare (its due deliveries from its
+// own storage, the webhook from D1, the key that opens its signing secrets), admit by rate (the
+// host's budget from the application's object; then, as each attempt starts, the webhook as it
+// stands and the endpoint's own rate), dispatch (six requests at once), and record (attempts and
+// states in the object, the webhook's health in D1). Only this endpoint's object waits on its
+// requests, so a slow endpoint holds back no other.
 
 import type { DeliveryConfig } from '../core/delivery-settings';
 import { log } from '../core/log';
-import { admit, forgetStale, type SendSchedule } from '../core/send-rate';
+import { forgetStale } from '../core/send-rate';
 import { retryD1 } from '../platform/d1';
 import { healthStatements } from '../webhooks/store/health';
 import { type SendingRow, sendingRow } from '../webhooks/store/reads';
 import { dispatchAll, prepareSigning } from './dispatch';
-import { recordOf } from './record';
-import { cancelled } from './schedule';
-import { type DeliveryToAttempt, dueDeliveries, nextDue, recordDeliveries } from './store/sending';
+import { type EndpointState, hostSlots, openGate, sendable } from './gate';
+import { type PassRecord, recordOf } from './record';
+import { cancelled, waiting } from './schedule';
+import { dueDeliveries, nextDue, recordDeliveries } from './store/sending';
+
+export type { EndpointState, Notices } from './gate';
 
 /** Due deliveries one pass looks at. */
 export const PASS_DELIVERIES = 50;
 /** How long deliveries wait when D1 cannot tell where to send them. */
 const STORAGE_WAIT_MS = 10_000;
+/** How long they wait when the host's budget cannot be asked for. */
+const HOST_WAIT_MS = 1_000;
 
 const iso = (ms: number) => new Date(ms).toISOString();
-
-/** The endpoint an object sends to: its webhook, its storage, its send rate's schedule. */
-export interface EndpointState {
-  webhookId: string;
-  storage: DurableObjectStorage;
-  schedule: SendSchedule;
-}
 
 /**
  * What a pass sends with, checked by its caller (its object waits while either is invalid): the
@@ -50,6 +50,8 @@ export async function sendDue(
 ): Promise<number | null> {
   const { storage, webhookId } = endpoint;
   const now = Date.now();
+
+  // Prepare: what is due, and the webhook as D1 holds it now.
   const due = dueDeliveries(storage.sql, iso(now), PASS_DELIVERIES);
   if (due.length === 0) return nextDue(storage.sql);
   let webhook: SendingRow | null;
@@ -60,50 +62,60 @@ export async function sendDue(
     return now + STORAGE_WAIT_MS;
   }
   // A webhook deleted or disabled since: its deliveries end, cancelled, without a request.
-  if (webhook === null || webhook.is_enabled !== 1) {
+  if (!sendable(webhook)) {
     recordDeliveries(storage, [], due.map(cancelled));
     return nextDue(storage.sql);
   }
-  const { url, secret, previous_secret, previous_secret_until } = webhook;
-  const rows: DeliveryToAttempt[] = due.map((d) => ({
-    ...d,
-    webhook_id: webhookId,
-    url,
-    secret,
-    previous_secret,
-    previous_secret_until,
-  }));
-  // Signing first: deliveries that cannot be signed now wait without using up the endpoint's rate.
-  const secretKeys = await prepareSigning(env, rows);
-  // Each endpoint's rate: the service's, or the webhook's own rate_limit where it is lower. The
-  // first delivery beyond it is promised the next slot; it and those after it wait, untouched.
-  const rate = Math.min(config.endpointRate, webhook.rate_limit ?? config.endpointRate);
-  const allowed: DeliveryToAttempt[] = [];
-  let heldUntil: number | null = null;
-  forgetStale(endpoint.schedule, now);
-  for (const row of secretKeys === null ? [] : rows) {
-    const wait = admit(endpoint.schedule, row.delivery_id, rate, now);
-    if (wait > 0) {
-      heldUntil = now + wait;
-      break;
-    }
-    allowed.push(row);
+  // Cannot sign: the deliveries wait, neither attempted nor counted against any rate.
+  const secretKeys = await prepareSigning(env, webhookId, webhook);
+  if (secretKeys === null) {
+    recordDeliveries(
+      storage,
+      [],
+      due.map((d) => waiting(d, now)),
+    );
+    return nextDue(storage.sql);
   }
-  const dispatched = await dispatchAll(secretKeys === null ? rows : allowed, { secretKeys, origins, config, fetcher });
+
+  // Admit by rate: the host's budget for the pass (one call); each attempt is then admitted as it
+  // starts, by the webhook as it stands and the endpoint's own rate (see gate.ts).
+  // A pass asks for no more of the host than its own rate could start now.
+  const rate = Math.min(config.endpointRate, webhook.rate_limit ?? config.endpointRate);
+  const host = await hostSlots(env, webhook, Math.min(due.length, rate), config.endpointRate);
+  if (host === null) return now + HOST_WAIT_MS;
+  forgetStale(endpoint.schedule, now);
+  const gate = openGate(endpoint, env, config, webhook, host);
+
+  // Dispatch: six at once; what is not admitted waits untouched for its slot.
+  const dispatched = await dispatchAll(due, { secretKeys, origins, config, fetcher, gate, webhookId });
+
+  // Record: attempts and states here, the webhook's health in D1.
   const record = recordOf(dispatched, config, Date.now());
   recordDeliveries(storage, record.attempts, record.changes);
-  // D1 is written only when the webhook's health changes as it read a moment ago: healthy and
-  // failing now, failing and healthy now, or due to be disabled (the statements check again).
-  const since = webhook.failing_since;
+  await recordHealth(env, webhookId, webhook.failing_since, record);
+  // The service disabled the webhook: the next pass reads it again (and cancels what is left).
+  if (record.disable.length > 0) endpoint.notices.changes++;
+  return gate.heldUntil() ?? nextDue(storage.sql);
+}
+
+/**
+ * Writes the webhook's health to D1 only when it changes as the pass read it: healthy and failing
+ * now, failing and healthy now, or due to be disabled (the statements check again).
+ */
+async function recordHealth(
+  env: CloudflareBindings,
+  webhookId: string,
+  since: string | null,
+  record: PassRecord,
+): Promise<void> {
   const health = record.health.filter((h) => h.ok === (since !== null));
   const disable = record.disable.filter((d) => d.gone || (since !== null && since <= d.cutoff));
-  if (health.length > 0 || disable.length > 0) {
-    try {
-      await retryD1(() => env.DB.batch(healthStatements(env.DB, health, disable)));
-    } catch (err) {
-      // The next pass's attempts say it again.
-      log('error', { msg: "could not record the webhook's health", webhook_id: webhookId }, err);
-    }
+  record.disable = disable;
+  if (health.length === 0 && disable.length === 0) return;
+  try {
+    await retryD1(() => env.DB.batch(healthStatements(env.DB, health, disable)));
+  } catch (err) {
+    // The next pass's attempts say it again.
+    log('error', { msg: "could not record the webhook's health", webhook_id: webhookId }, err);
   }
-  return heldUntil ?? nextDue(storage.sql);
 }

@@ -7,7 +7,9 @@ import { DurableObject } from 'cloudflare:workers';
 import { groupBy } from '../core/batches';
 import { deliveryConfig } from '../core/delivery-settings';
 import { log } from '../core/log';
+import { lastStart, newSchedule, type SendSchedule, takeSlots } from '../core/send-rate';
 import { startWithSchema } from '../platform/object-schema';
+import { holdsDeliveries, rememberEndpoints } from './store/endpoints';
 import { type EventToStore, insertEvents, type StoredEvent, webhookOf } from './store/events';
 import { handedOver, outbox, outboxEmpty } from './store/outbox';
 import { oldestEvent, purgeEvents } from './store/retention';
@@ -19,8 +21,15 @@ const HANDOVER_RETRY_MS = 5_000;
 const HANDOVER_EVENTS = 200;
 const PURGE_ROWS = 1000;
 const HOUR_MS = 3_600_000;
+/** Hosts whose schedules an application keeps before it forgets those idle for a second. */
+const HOSTS_KEPT = 1000;
 
 export class Application extends DurableObject<CloudflareBindings> {
+  /** Each host's starts (scheme, host and port), summed over the application's webhooks. */
+  private readonly hosts = new Map<string, SendSchedule>();
+  /** Endpoints noted as holding deliveries, in this instance (each is written once). */
+  private readonly endpoints = new Set<string>();
+
   constructor(ctx: DurableObjectState, env: CloudflareBindings) {
     super(ctx, env);
     // Its tables at this release's version before any call or alarm reaches it.
@@ -50,6 +59,35 @@ export class Application extends DurableObject<CloudflareBindings> {
     return webhookOf(this.ctx.storage.sql, deliveryId);
   }
 
+  /**
+   * Webhook `webhookId` changed in D1 in a way that stops or changes its sending: its endpoint's
+   * object is told (and waited for) when this application ever handed it a delivery; one that
+   * never had one has nothing to stop, and is not woken (or made) for it.
+   */
+  async webhookChanged(webhookId: string): Promise<void> {
+    if (holdsDeliveries(this.ctx.storage.sql, webhookId))
+      await this.env.ENDPOINTS.getByName(webhookId).webhookChanged();
+  }
+
+  /**
+   * A host's budget for one sending pass: up to `wanted` start slots within the next second at
+   * `rate` a second, shared by every webhook of the application at that host, so near-identical
+   * URLs do not multiply what one application aims at one host. In memory only: nothing waits here
+   * on the host, so a slow or dead host holds back no other.
+   */
+  hostSlots(host: string, wanted: number, rate: number): { slots: number[]; next: number } {
+    const now = Date.now();
+    let schedule = this.hosts.get(host);
+    if (schedule === undefined) {
+      if (this.hosts.size >= HOSTS_KEPT) {
+        for (const [name, kept] of this.hosts) if ((lastStart(kept) ?? 0) < now - 1000) this.hosts.delete(name);
+      }
+      schedule = newSchedule();
+      this.hosts.set(host, schedule);
+    }
+    return takeSlots(schedule, wanted, rate, now);
+  }
+
   override async alarm(): Promise<void> {
     let handed = await this.handOver();
     while (handed && !outboxEmpty(this.ctx.storage.sql)) handed = await this.handOver();
@@ -74,6 +112,12 @@ export class Application extends DurableObject<CloudflareBindings> {
       handovers.flatMap((h) => h.deliveries),
       (d) => d.webhookId,
     );
+    // Noted before the handover: a change told after it reaches the endpoint (see webhookChanged).
+    const fresh = [...byWebhook.keys()].filter((id) => !this.endpoints.has(id));
+    if (fresh.length > 0) {
+      rememberEndpoints(this.ctx.storage.sql, fresh);
+      for (const id of fresh) this.endpoints.add(id);
+    }
     const failed = new Set<string>();
     await Promise.all(
       [...byWebhook].map(async ([webhookId, deliveries]) => {

@@ -5,6 +5,7 @@ import { Code } from '../http/envelope';
 import { limitApplication, limitPublisher } from '../http/limits';
 import { mountPath } from '../http/operations';
 import { readEventTypes } from './catalog';
+import { deliverySettingsChecked } from './fail-closed';
 import { publishEvent } from './publish';
 import { publishBatch } from './publish-batch';
 
@@ -21,7 +22,7 @@ export const PUBLISH_SCOPE = 'events:publish';
  * rate limit), and the catalog (any application's token).
  */
 export function mountEvents(app: HonoBase<AppEnv>) {
-  const guarded = [authenticate, requireScope(PUBLISH_SCOPE), limitPublisher];
+  const guarded = [authenticate, requireScope(PUBLISH_SCOPE), limitPublisher, deliverySettingsChecked];
   mountPath(app, EVENT_PATH, {
     POST: { name: 'publish', code: Code.eventFail, handlers: [...guarded, publishEvent] },
   });

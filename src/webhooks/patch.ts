@@ -6,6 +6,7 @@ import { descriptionField, idField, rateLimitField } from '../http/params';
 import { withD1 } from '../http/storage';
 import { actorOf } from './actor';
 import { eventTypes } from './create';
+import { tellEndpoint } from './notify';
 import { webhookJson } from './representation';
 import { patchWebhook, type WebhookPatch } from './store/patch';
 import { allowedOrigins, webhookUrl } from './url';
@@ -40,5 +41,7 @@ export async function editWebhook(c: Context<AppEnv>): Promise<Response> {
   const result = await withD1(c, 'first-primary', (db) => patchWebhook(db, webhookId, patch, actorOf(c)));
   if (result.outcome === 'missing') throw notFound();
   if (result.outcome === 'duplicate') throw conflict('url is already registered for this application');
+  // A new URL (or rate): a pass under way sends its next attempts the new way.
+  if (result.changed && (patch.url !== undefined || patch.rateLimit !== undefined)) await tellEndpoint(c, webhookId);
   return success(c, { value: webhookJson(result.webhook) });
 }

@@ -4,6 +4,7 @@ import { notFound, success } from '../http/envelope';
 import { idParam, queryOf } from '../http/params';
 import { withD1 } from '../http/storage';
 import { actorOf } from './actor';
+import { tellEndpoint } from './notify';
 import { deleteWebhook } from './store/state';
 
 /** DELETE: remove the webhook named by the `webhook_id` query parameter. */
@@ -11,5 +12,6 @@ export async function removeWebhook(c: Context<AppEnv>): Promise<Response> {
   const webhookId = idParam(queryOf(c.req.url));
   c.set('webhookId', webhookId);
   if (!(await withD1(c, 'first-primary', (db) => deleteWebhook(db, webhookId, actorOf(c))))) throw notFound();
+  await tellEndpoint(c, webhookId);
   return success(c);
 }

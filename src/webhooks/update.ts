@@ -5,6 +5,7 @@ import { badInput, notFound, success } from '../http/envelope';
 import { idField } from '../http/params';
 import { withD1 } from '../http/storage';
 import { actorOf } from './actor';
+import { tellEndpoint } from './notify';
 import { setWebhookEnabled, webhookExists } from './store/state';
 
 /** PUT's input. `isEnabled` undefined: the body did not say, nothing is to change. */
@@ -33,5 +34,7 @@ export async function updateWebhook(c: Context<AppEnv>): Promise<Response> {
       : setWebhookEnabled(db, webhookId, isEnabled, actorOf(c)),
   );
   if (!found) throw notFound();
+  // Disabled: a pass under way starts no new attempt (enabling needs no word: the next pass sends).
+  if (isEnabled === false) await tellEndpoint(c, webhookId);
   return success(c);
 }

@@ -1,6 +1,12 @@
 // The Durable Objects: an endpoint's deliveries and attempts, and an application's events, read and
 // written in their own storage; an endpoint's sending run on demand (what its alarm does).
 import { env, runInDurableObject } from 'cloudflare:test';
+import { deliveryConfig } from '../../src/core/delivery-settings';
+import type { SendSchedule } from '../../src/core/send-rate';
+import { type Notices, sendDue } from '../../src/deliveries/send';
+import { insertDeliveries, rememberWebhook } from '../../src/deliveries/store/sending';
+import { rememberEndpoints } from '../../src/events/store/endpoints';
+import { allowedOrigins } from '../../src/webhooks/url';
 
 export const endpointOf = (webhookId: string) => env.ENDPOINTS.getByName(webhookId);
 export const applicationOf = (appId: string) => env.APPLICATIONS.getByName(appId);
@@ -96,3 +102,56 @@ export const makeDue = (webhookId: string, deliveryId: string, attempts?: number
     deliveryId,
     attempts ?? null,
   );
+
+let seq = 0;
+
+/**
+ * `count` deliveries stored at the webhook's endpoint, due now, as its application's object hands
+ * them over (noting the endpoint) but without setting the alarm: only the passes the test runs send them.
+ */
+export async function pendingAt(webhookId: string, appId: string, count: number): Promise<string[]> {
+  const now = new Date().toISOString();
+  const base = (BigInt(Date.now() - 1_577_836_800_000) << 20n) + BigInt(++seq * 1000);
+  const ids = Array.from({ length: count }, (_, i) => String(base + BigInt(i)));
+  // The application notes the endpoint as its handover does (a change of the webhook is then told to it).
+  await runInDurableObject(applicationOf(appId), (_instance, state) =>
+    rememberEndpoints(state.storage.sql, [webhookId]),
+  );
+  await runInDurableObject(endpointOf(webhookId), (_instance, state) => {
+    rememberWebhook(state.storage.sql, webhookId);
+    insertDeliveries(
+      state.storage.sql,
+      ids.map((id) => ({
+        delivery_id: id,
+        event_id: `evt_${id}`,
+        message_id: `evt_${id}`,
+        app_id: appId,
+        type: 'NEW_NFT',
+        payload: '{}',
+        created_at: now,
+      })),
+    );
+  });
+  return ids;
+}
+
+/** The schedule the endpoint's object keeps (its own, across passes and alarms). */
+export const scheduleOf = (instance: unknown) => (instance as { schedule: SendSchedule }).schedule;
+/** The changes of its webhook the endpoint's object was told of (what a pass checks). */
+const noticesOf = (instance: unknown) => (instance as { notices: Notices }).notices;
+
+/**
+ * One sending pass of the webhook's endpoint, in its object, with its own schedule and these
+ * settings (the test env's, with `settings` changed); returns when the object should send again.
+ */
+export function sendPass(webhookId: string, settings: Record<string, string> = {}): Promise<number | null> {
+  return runInDurableObject(endpointOf(webhookId), (instance, state) => {
+    const bindings = { ...env, ...settings } as CloudflareBindings;
+    return sendDue(
+      { webhookId, storage: state.storage, schedule: scheduleOf(instance), notices: noticesOf(instance) },
+      bindings,
+      { config: deliveryConfig(bindings), origins: allowedOrigins(bindings) },
+      (input, init) => fetch(input, init),
+    );
+  });
+}

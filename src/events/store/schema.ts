@@ -31,5 +31,14 @@ CREATE TABLE IF NOT EXISTS outbox (
 CREATE TABLE IF NOT EXISTS ids (name TEXT PRIMARY KEY, last TEXT NOT NULL) WITHOUT ROWID;
 `;
 
+/**
+ * Step 2: the webhooks whose endpoints hold deliveries (store/endpoints.ts), filled from the
+ * deliveries' index of an object written before it.
+ */
+const V2 = `
+CREATE TABLE endpoints (webhook_id TEXT PRIMARY KEY) WITHOUT ROWID;
+INSERT INTO endpoints (webhook_id) SELECT DISTINCT webhook_id FROM deliveries;
+`;
+
 /** The application object's schema steps: step n takes version n - 1 to n. */
-export const APPLICATION_SCHEMA: readonly SchemaStep[] = [(sql) => sql.exec(V1)];
+export const APPLICATION_SCHEMA: readonly SchemaStep[] = [(sql) => sql.exec(V1), (sql) => sql.exec(V2)];
