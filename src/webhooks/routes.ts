@@ -1,3 +1,4 @@
+import type { MiddlewareHandler } from 'hono';
 import type { HonoBase } from 'hono/hono-base';
 import { authenticate, requireWrite } from '../auth/bearer';
 import type { AppEnv } from '../http/app-env';
@@ -20,14 +21,17 @@ const guarded = [authenticate, limitApplication];
 /** Every route that changes something: authentication, a token that may write, the rate limit, the operation. */
 const writing = [authenticate, requireWrite, limitApplication];
 
-/** The webhook routes. */
-export function mountWebhooks(app: HonoBase<AppEnv>) {
+/**
+ * The webhook routes. `afterDelete`: steps of DELETE before its handler, from the layers above
+ * (what goes with a deleted webhook: its value set).
+ */
+export function mountWebhooks(app: HonoBase<AppEnv>, afterDelete: MiddlewareHandler<AppEnv>[] = []) {
   mountPath(app, WEBHOOK_PATH, {
     GET: { name: 'query', code: Code.queryFail, handlers: [...guarded, readWebhooks] },
     POST: { name: 'create', code: Code.createFail, handlers: [...writing, registerWebhook] },
     PUT: { name: 'update', code: Code.updateFail, handlers: [...writing, updateWebhook] },
     PATCH: { name: 'patch', code: Code.updateFail, handlers: [...writing, editWebhook] },
-    DELETE: { name: 'delete', code: Code.deleteFail, handlers: [...writing, removeWebhook] },
+    DELETE: { name: 'delete', code: Code.deleteFail, handlers: [...writing, ...afterDelete, removeWebhook] },
   });
   mountPath(app, SECRET_PATH, {
     GET: { name: 'secret', code: Code.secretFail, handlers: [...guarded, readSecret] },

@@ -1,7 +1,8 @@
 // The application object's own SQLite database: every event it published (its source key makes
 // publishing idempotent), the index of its deliveries (which endpoint holds each), the outbox of
 // deliveries not yet handed to their endpoints' objects (one row per event: its body once, and the
-// deliveries still to hand over), and the last delivery id given. The bodies live with the
+// deliveries still to hand over), the last delivery id given, and the webhooks' value sets (what
+// content filters look up). The bodies live with the
 // deliveries, in the endpoints' objects. Its schema, by versioned steps
 // (src/platform/object-schema.ts): append a step, never edit one.
 import type { SchemaStep } from '../../platform/object-schema';
@@ -31,5 +32,18 @@ CREATE TABLE IF NOT EXISTS outbox (
 CREATE TABLE IF NOT EXISTS ids (name TEXT PRIMARY KEY, last TEXT NOT NULL) WITHOUT ROWID;
 `;
 
+/**
+ * Version 2: the webhooks' value sets (what a content filter's `$in_set` looks up): one row per
+ * value, its primary key the lookup, and each set's size.
+ */
+const V2 = `
+CREATE TABLE webhook_values (
+  webhook_id TEXT NOT NULL,
+  value      TEXT NOT NULL,
+  PRIMARY KEY (webhook_id, value)
+) WITHOUT ROWID;
+CREATE TABLE value_counts (webhook_id TEXT PRIMARY KEY, count INTEGER NOT NULL) WITHOUT ROWID;
+`;
+
 /** The application object's schema steps: step n takes version n - 1 to n. */
-export const APPLICATION_SCHEMA: readonly SchemaStep[] = [(sql) => sql.exec(V1)];
+export const APPLICATION_SCHEMA: readonly SchemaStep[] = [(sql) => sql.exec(V1), (sql) => sql.exec(V2)];
