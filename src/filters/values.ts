@@ -13,6 +13,9 @@ import { inObject } from '../platform/objects';
 import { webhookState } from '../webhooks/store/reads';
 import { changeJson, valuesPageJson } from './representation';
 
+/** The most bytes of a values call's body: 1,000 values of 256 characters of up to 4 bytes each, and room. */
+export const MAX_VALUES_BODY_BYTES = 1024 * 1024 + 8192;
+
 /** 404 unless the calling application has the webhook (read in D1 from `start`). */
 export async function requireOwned(c: Context<AppEnv>, webhookId: string, start: SessionStart = 'first-primary') {
   const state = await withD1(c, start, (db) => webhookState(db, webhookId, c.get('appId')));
@@ -38,7 +41,9 @@ export function valuesChange(body: unknown): { webhookId: string; add: string[];
  * past the most values a set holds, 409 and nothing changed.
  */
 export async function editValues(c: Context<AppEnv>): Promise<Response> {
-  const { webhookId, add, remove } = valuesChange((await readJsonBody(c.req.raw)).value);
+  const { webhookId, add, remove } = valuesChange(
+    (await readJsonBody(c.req.raw, { maxBytes: MAX_VALUES_BODY_BYTES })).value,
+  );
   c.set('webhookId', webhookId);
   await requireOwned(c, webhookId);
   const result = await inObject(() =>
