@@ -2,7 +2,7 @@
 // its type and whose filter matches its event object, as they stand when it is stored. Each
 // operator is checked by what the endpoints store after a publish, not only in the matcher.
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { applicationSql, deliveriesOfEvent, deliverDue, endpointSql } from './helpers/objects';
+import { applicationSql, deliverDue, deliveriesOfEvent, endpointSql } from './helpers/objects';
 import { receiver } from './helpers/receiver';
 import { expectValue } from './helpers/replies';
 import { eventRequest, fetchAndWait, ORIGIN, PATH, postJson, registerWebhook } from './helpers/requests';
@@ -157,7 +157,9 @@ describe('publishing with filters', () => {
       new Request(`${ORIGIN}/v1.0/platform/nft/events`, {
         method: 'POST',
         headers: { ...bearer(await platformToken()), 'content-type': 'application/json' },
-        body: JSON.stringify({ events: [0, 1, 2, 3].map((n) => ({ app_id: app, type: 'NEW_NFT', data: { n }, id: `b${n}` })) }),
+        body: JSON.stringify({
+          events: [0, 1, 2, 3].map((n) => ({ app_id: app, type: 'NEW_NFT', data: { n }, id: `b${n}` })),
+        }),
       }),
     );
     const text = await res.text();

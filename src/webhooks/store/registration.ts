@@ -11,8 +11,8 @@ export interface NewWebhook {
   eventTypes: string | null;
   description: string | null;
   rateLimit: number | null;
-  /** Its content filter's JSON text as sent; null: none. */
-  filter: string | null;
+  /** Its content filter's JSON text as sent; null or absent: none. */
+  filter?: string | null;
   /** Its signing secret, encrypted. */
   sealedSecret: string;
   /** The most webhooks the application may have (WEBHOOKS_PER_APP). */
@@ -78,7 +78,7 @@ export async function createWebhook(db: Db, hook: NewWebhook, actor: Actor): Pro
         hook.sealedSecret,
         hook.description,
         hook.rateLimit,
-        hook.filter,
+        hook.filter ?? null,
       ),
     // changes() is the insert's count: 0 when it made nothing, and then last_insert_rowid() is stale.
     db
