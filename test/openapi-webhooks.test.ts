@@ -233,6 +233,7 @@ describe('docs/openapi.json: the fields of a webhook', () => {
       'event_types',
       'description',
       'rate_limit',
+      'filter',
       'created_at',
       'updated_at',
     ]);

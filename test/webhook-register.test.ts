@@ -61,7 +61,7 @@ describe('POST /v1.0/app/nft/webhook', () => {
       actor_jti: 'j-1',
       request_id: 'req-create-1',
     });
-    expect(JSON.parse(audit[0]!.row_before)).toEqual({ ...row, webhook_id: Number(id) });
+    expect(JSON.parse(audit[0]!.row_before)).toEqual({ ...row, webhook_id: Number(id), filter: null });
   });
 
   it('registers a disabled webhook when is_enabled is false, and ignores unknown fields', async () => {
