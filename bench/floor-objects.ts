@@ -335,8 +335,8 @@ export class FloorEndpoint extends DurableObject<ObjectsEnv> {
       .toArray();
   }
 
-  /** Seeding (the delivery log's data): deliveries with their state, as the service's moveIn takes them. */
-  moveIn(webhookId: string, deliveries: (FloorDelivery & { status: string; attempts: number })[]): void {
+  /** Seeding (the delivery log's data): deliveries with their state, as the bench's tool gives them. */
+  seed(webhookId: string, deliveries: (FloorDelivery & { status: string; attempts: number })[]): void {
     const sql = this.ctx.storage.sql;
     this.ctx.storage.transactionSync(() => {
       sql.exec(`INSERT OR IGNORE INTO endpoint (key, value) VALUES ('webhook_id', ?1)`, webhookId);

@@ -61,12 +61,15 @@ export function buildRevisionBundle(rev) {
 }
 
 const config = unstable_readConfig({ config: new URL('wrangler.toml', root).pathname });
-// The database is made by the migrations, in order, as `npm start` and a deploy make theirs.
+// The database is made by the migrations, in order, then the post-deploy ones, as `npm start` and a
+// deploy make theirs.
+const sqlOf = (folder) =>
+  readdirSync(folder)
+    .filter((f) => f.endsWith('.sql'))
+    .sort()
+    .flatMap((f) => unstable_splitSqlQuery(readFileSync(new URL(f, folder), 'utf8')));
 const migrations = new URL('migrations/', root);
-const schema = readdirSync(migrations)
-  .filter((f) => f.endsWith('.sql'))
-  .sort()
-  .flatMap((f) => unstable_splitSqlQuery(readFileSync(new URL(f, migrations), 'utf8')));
+const schema = [...sqlOf(migrations), ...sqlOf(new URL('post-deploy/', migrations))];
 export const SECRET = randomBytes(32).toString('base64url');
 /** The service's Durable Objects (wrangler.toml), as Miniflare binds them. */
 export const SERVICE_OBJECTS = {
@@ -82,15 +85,15 @@ export const FLOOR_OBJECTS = {
 /**
  * The bench's tool: a second Worker in the same Miniflare whose ENDPOINTS binding reaches the
  * worker under test's endpoint objects (the service's Endpoint, or the floor's FloorEndpoint) by
- * RPC, never through the worker under test: POST /moveIn {webhookId, deliveries, attempts} seeds
- * one; POST /stats {webhookIds, since} sums their deliveries' counters; POST /size {webhookIds,
+ * RPC, never through the worker under test: POST /seed {webhookId, deliveries, attempts} seeds
+ * one (the service's Endpoint gets that method from SEEDING_ENTRY, the floor's has its own); POST /stats {webhookIds, since} sums their deliveries' counters; POST /size {webhookIds,
  * apps} (floor only) sums ctx.storage.sql.databaseSize.
  */
 const TOOL_SCRIPT = `export default { async fetch(request, env) {
   const path = new URL(request.url).pathname;
   const body = await request.json();
-  if (path === '/moveIn') {
-    await env.ENDPOINTS.getByName(body.webhookId).moveIn(body.webhookId, body.deliveries, body.attempts);
+  if (path === '/seed') {
+    await env.ENDPOINTS.getByName(body.webhookId).seed(body.webhookId, body.deliveries, body.attempts);
     return new Response('{}');
   }
   if (path === '/stats') {
@@ -109,6 +112,39 @@ const TOOL_SCRIPT = `export default { async fetch(request, env) {
   }
   return new Response('no such tool', { status: 404 });
 } };`;
+
+/**
+ * The entry module of a service bundle run with the tool: the bundle's Worker and classes, its
+ * Endpoint with one method more, `seed`, that writes deliveries with their state and attempts as
+ * they are given (the delivery log's data; the service itself has no such path).
+ */
+const SEEDING_ENTRY = `import worker, { Endpoint as ServiceEndpoint } from './index.js';
+export { Application } from './index.js';
+export default worker;
+export class Endpoint extends ServiceEndpoint {
+  seed(webhookId, deliveries, attempts) {
+    const sql = this.ctx.storage.sql;
+    this.ctx.storage.transactionSync(() => {
+      sql.exec("INSERT OR IGNORE INTO endpoint (key, value) VALUES ('webhook_id', ?1)", webhookId);
+      for (const d of deliveries) {
+        sql.exec(
+          \`INSERT OR IGNORE INTO deliveries (delivery_id, event_id, message_id, app_id, type, payload, status, attempts,
+             schedule_start, recovery_id, next_attempt_at, last_attempt_at, last_status, last_error, created_at)
+           VALUES (CAST(?1 AS INTEGER), ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)\`,
+          d.delivery_id, d.event_id, d.message_id, d.app_id, d.type, d.payload, d.status, d.attempts, d.schedule_start,
+          d.recovery_id, d.next_attempt_at, d.last_attempt_at, d.last_status, d.last_error, d.created_at,
+        );
+      }
+      for (const a of attempts) {
+        sql.exec(
+          \`INSERT OR IGNORE INTO delivery_attempts (delivery_id, attempt, attempted_at, status, error, duration_ms, body)
+           VALUES (CAST(?1 AS INTEGER), ?2, ?3, ?4, ?5, ?6, ?7)\`,
+          a.delivery_id, a.attempt, a.attempted_at, a.status, a.error, a.duration_ms, a.body,
+        );
+      }
+    });
+  }
+}`;
 
 /** WEBHOOK_SECRET_KEY: the AES-256-GCM key that seals webhooks' signing secrets at rest. */
 export const SECRET_KEY = randomBytes(32).toString('base64');
@@ -142,7 +178,16 @@ export async function startWorker({
     // modulesRoot: the bundle's own directory, which may lie outside this one (--baseline's).
     ...(script !== undefined
       ? { script }
-      : { scriptPath: new URL(scriptPath).pathname, modulesRoot: new URL('.', scriptPath).pathname }),
+      : tool && durableObjects?.ENDPOINTS?.className === 'Endpoint'
+        ? {
+            // The service's bundle, behind the entry that gives its Endpoint the tool's seed.
+            modulesRoot: new URL('.', scriptPath).pathname,
+            modules: [
+              { type: 'ESModule', path: new URL('bench-seeding.js', scriptPath).pathname, contents: SEEDING_ENTRY },
+              { type: 'ESModule', path: new URL(scriptPath).pathname, contents: readFileSync(new URL(scriptPath)) },
+            ],
+          }
+        : { scriptPath: new URL(scriptPath).pathname, modulesRoot: new URL('.', scriptPath).pathname }),
     compatibilityDate: config.compatibility_date,
     d1Databases: { DB: 'bench' },
     queueProducers,
@@ -276,7 +321,7 @@ export async function addPublishApps(db, origin, path = 'hold') {
  * them), most succeeded at the first attempt, some after a retry, some failed after three, some
  * still pending after one (their next attempt far ahead, so no alarm sends them); one attempt
  * record per attempt. Stored in each webhook's endpoint object through the tool worker (its
- * moveIn, as the move from D1 stores deliveries): the service's Endpoint or the floor's.
+ * seed): the service's Endpoint or the floor's.
  */
 export async function addDeliveryLog(worker, apps = 100) {
   const perApp = DELIVERY_LOG_WEBHOOKS / apps;
@@ -326,7 +371,7 @@ export async function addDeliveryLog(worker, apps = 100) {
           });
         }
       }
-      calls.push(() => worker.tool('/moveIn', { webhookId, deliveries, attempts }));
+      calls.push(() => worker.tool('/seed', { webhookId, deliveries, attempts }));
     }
   }
   for (let i = 0; i < calls.length; i += 8) await Promise.all(calls.slice(i, i + 8).map((call) => call()));

@@ -2,7 +2,6 @@
 // purged. Deliveries need no Cron: each endpoint's object has its alarm, and each object purges
 // what is past the retention.
 
-import { ConfigError, describeFailure } from './core/errors';
 import { log } from './core/log';
 import { purgeExpiredKeys } from './webhooks/store/keys';
 
@@ -10,12 +9,8 @@ async function job(name: string, cron: string, run: () => Promise<number>): Prom
   try {
     log('info', { msg: `cron: ${name}`, cron, rows: await run() });
   } catch (err) {
-    const config = err instanceof ConfigError;
-    log(
-      'error',
-      { msg: `cron: ${name} failed${config ? `: ${describeFailure(err)}` : ''}`, cron },
-      config ? undefined : err,
-    );
+    // Logged, not thrown: the next run tries again.
+    log('error', { msg: `cron: ${name} failed`, cron }, err);
   }
 }
 

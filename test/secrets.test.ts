@@ -204,17 +204,18 @@ describe('GET /v1.0/app/nft/webhook/secret', () => {
 });
 
 describe('the Cron Trigger', () => {
-  it('runs every job even when one fails', async () => {
+  it('logs a job that fails, and does not throw: the next run tries again', async () => {
     const error = vi.spyOn(console, 'error').mockImplementation(() => {});
-    const info = vi.spyOn(console, 'info');
+    const boom = async () => Promise.reject(new Error('D1_ERROR: no such table: idempotency_keys'));
+    const failing = { prepare: () => ({ bind: () => ({ all: boom, first: boom, run: boom }) }), batch: boom };
     await worker.scheduled(createScheduledController({ cron: '* * * * *' }), {
       ...env,
+      DB: failing,
+      // Invalid delivery settings do not concern the Cron: it has no delivery job.
       DELIVERY_RETENTION_DAYS: 'x',
     } as unknown as CloudflareBindings);
-    // The move of D1's deliveries needs the delivery settings; the Idempotency-Keys' purge does not.
     expect(error.mock.calls.map((c) => JSON.parse(String(c[0])).msg)).toEqual([
-      'cron: deliveries moved from D1 failed: configuration error: DELIVERY_RETENTION_DAYS: must be a whole number from 1 to 3650',
+      'cron: expired idempotency keys purged failed',
     ]);
-    expect(info.mock.calls.some((c) => String(c[0]).includes('cron: expired idempotency keys purged'))).toBe(true);
   });
 });

@@ -1,5 +1,7 @@
-// The middle of a sending pass: each due delivery's request, signed and sent, as a value. Nothing
-// here writes to storage.
+// The middle of a sending pass: each due delivery's request, signed and sent, as a value. Its one
+// write is in D1, before signing: a webhook from before signing secrets is given its secret
+// (provideSecrets, atomically). What the attempts did is recorded by the caller (record.ts, then
+// the endpoint's object).
 
 import type { DeliveryConfig } from '../core/delivery-settings';
 import { ConfigError, describeFailure } from '../core/errors';

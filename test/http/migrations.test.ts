@@ -1,3 +1,4 @@
+import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -40,5 +41,18 @@ describe('wrangler d1 migrations apply, as a deploy runs it', () => {
     sql(`INSERT INTO webhook_audit (webhook_id, app_id, action, row_before, actor, request_id)
          VALUES (3, 'app-a', 'create', '{}', 'app-a', 'r3')`);
     expect(readFileSync(first, 'utf8')).toContain('CREATE TABLE IF NOT EXISTS webhooks');
-  }, 180_000); // Eight wrangler runs, each a process of its own: slow on a busy machine.
+
+    // Then, as a deploy does once the code is live, the post-deploy migrations: once, rows kept.
+    const postDeploy = () =>
+      spawnSync(process.execPath, ['scripts/post-deploy.mjs', '--local', '--persist-to', folder], {
+        cwd: new URL('../..', import.meta.url).pathname,
+        encoding: 'utf8',
+      });
+    const applied = postDeploy();
+    expect(applied.status, applied.stderr).toBe(0);
+    expect(applied.stdout).toContain('Post-deploy migrations applied: 0001_drop_moved_tables.sql.');
+    expect(postDeploy().stdout).toContain('Post-deploy migrations applied: none pending.');
+    expect(sql(`SELECT name FROM sqlite_master WHERE type = 'table' AND name IN ('events', 'deliveries')`)).toEqual([]);
+    expect(dump().filter((r) => r.t === 'w')).toEqual(before.filter((r) => r.t === 'w'));
+  }, 240_000);
 });
