@@ -145,6 +145,10 @@ describe('authentication', () => {
     ['an empty app claim', async () => tokenFor('app-a', { sub: '' })],
     ['a numeric app claim', async () => tokenFor('app-a', { sub: 42 })],
     ['an object app claim', async () => tokenFor('app-a', { sub: { id: 'app-a' } })],
+    ['an app claim with NUL', async () => tokenFor('app-a', { sub: 'app-a\u0000' })],
+    ['an app claim with a newline', async () => tokenFor('app-a', { sub: 'app-a\nINFO forged' })],
+    ['an app claim with DEL', async () => tokenFor('app-a', { sub: 'app-a\u007f' })],
+    ['an app claim with a lone surrogate', async () => tokenFor('app-a', { sub: 'app-a\ud800' })],
     [
       'an unknown crit header',
       async () =>

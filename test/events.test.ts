@@ -136,7 +136,7 @@ describe('POST /v1.0/platform/nft/event', () => {
   it('refuses a valid application token without the events:publish scope: 403 insufficient_scope', async () => {
     const app = freshApp();
     await insertWebhook(app);
-    for (const scope of [undefined, '', 'events:read', 'events:publish2', 'xevents:publish']) {
+    for (const scope of [undefined, 'events:read', 'events:publish2', 'xevents:publish', ['events:read']]) {
       const { res } = await publish(
         { app_id: app, type: 'NEW_NFT', data: {} },
         bearer(await tokenFor(app, scope === undefined ? {} : { scope })),
@@ -183,6 +183,35 @@ describe('POST /v1.0/platform/nft/event', () => {
     expect(res.headers.get('x-error-detail')).toBeTruthy();
     await expectEventFail(res, 400);
     expect(await stored('a')).toEqual(before);
+  });
+
+  it.each([
+    ['NUL', 'app\u0000x'],
+    ['a newline', 'app\nx'],
+    ['a unit separator', 'app\u001fx'],
+    ['DEL', 'app\u007fx'],
+    ['a lone high surrogate', 'app\ud800x'],
+    ['a lone low surrogate', 'app\udc00'],
+  ])('answers 400 for an app_id with %s (as a JSON escape), before any storage', async (_, appId) => {
+    const counted = countingDb(env.DB);
+    // JSON.stringify writes a control character and a lone surrogate as \u escapes.
+    const { res } = await publish(JSON.stringify({ app_id: appId, type: 'NEW_NFT', data: {} }), undefined, {
+      DB: counted.db,
+    });
+    expect(res.headers.get('x-error-detail')).toBe(
+      'app_id must be a string of 1 to 255 characters, without control characters or lone surrogates',
+    );
+    await expectEventFail(res, 400);
+    expect(counted.calls()).toBe(0);
+    expect(await stored(appId)).toEqual({ events: [], deliveries: [] });
+  });
+
+  it('takes any other app_id as it is: spaces, accents, an emoji (a surrogate pair)', async () => {
+    const app = `${freshApp()} é/😀`;
+    await insertWebhook(app);
+    const { res } = await publish({ app_id: app, type: 'NEW_NFT', data: {} });
+    await expectValue(res, 202);
+    expect((await stored(app)).events).toHaveLength(1);
   });
 
   it("answers 503 with Retry-After when the application's object fails, storing nothing", async () => {

@@ -46,11 +46,12 @@ describe('docs/openapi.json: publishing an event', () => {
       const head = event({ data: { pad: '' } });
       return head.replace('"pad":""', `"pad":"${'x'.repeat(bytes - head.length)}"`);
     };
-    const [unscoped, otherScopes, scopeArray, amongScopes] = await Promise.all([
+    const [unscoped, otherScopes, scopeArray, amongScopes, unreadable] = await Promise.all([
       tokenFor('platform-svc'),
       tokenFor('platform-svc', { scope: 'events:read events:publisher' }),
-      tokenFor('platform-svc', { scope: ['events:publish'] }),
+      tokenFor('platform-svc', { scp: ['events:publish'] }),
       tokenFor('platform-svc', { scope: 'events:read events:publish' }),
+      tokenFor('platform-svc', { scope: 'events:read,events:publish' }),
     ]);
     expect(new TextEncoder().encode(sized(MAX_EVENT_BYTES)).byteLength).toBe(MAX_EVENT_BYTES);
     const publish: [string, () => Promise<Response>][] = [
@@ -58,14 +59,15 @@ describe('docs/openapi.json: publishing an event', () => {
       ['202 same id', () => fetchWith({}, eventRequest(bearer(publisher), event({ id: 'doc-1', data: {} })))],
       ['202 no webhooks', () => fetchWith({}, eventRequest(bearer(publisher), event({ app_id: 'app-none' })))],
       ['202 among scopes', () => fetchWith({}, eventRequest(bearer(amongScopes as string), event()))],
+      ['202 scp array', () => fetchWith({}, eventRequest(bearer(scopeArray as string), event()))],
       ['202 64 KiB', () => fetchWith({}, eventRequest(bearer(publisher), sized(MAX_EVENT_BYTES)))],
       ['400', () => fetchWith({}, eventRequest(bearer(publisher), event({ type: 'nft minted' })))],
       ['400 JSON', () => fetchWith({}, eventRequest(bearer(publisher), '{"app_id":'))],
       ['401', () => fetchWith({}, eventRequest({}, event()))],
       ['401 invalid_token', () => fetchWith({}, eventRequest(bearer('a.b.c'), event()))],
+      ['401 scopes unreadable', () => fetchWith({}, eventRequest(bearer(unreadable as string), event()))],
       ['403', () => fetchWith({}, eventRequest(bearer(unscoped as string), event()))],
       ['403 other scopes', () => fetchWith({}, eventRequest(bearer(otherScopes as string), event()))],
-      ['403 scope not a string', () => fetchWith({}, eventRequest(bearer(scopeArray as string), event()))],
       ['413', () => fetchWith({}, eventRequest(bearer(publisher), sized(MAX_EVENT_BYTES + 1)))],
       ['415', () => fetchWith({}, eventRequest(bearer(publisher), event(), 'text/plain'))],
       ['429', () => fetchWith(publishLimited, eventRequest(bearer(publisher), event()))],

@@ -52,6 +52,7 @@ describe('docs/openapi.json: reading a secret', () => {
 
   it('documents every reply of reading a secret: status, body schema and headers', async () => {
     vi.spyOn(console, 'error').mockImplementation(() => {});
+    const readOnly = tokenFor('app-s', { scp: ['webhooks:read'] });
     const secret: [string, () => Promise<Response>][] = [
       ['200', () => fetchWith({}, secretRequest(`webhook_id=${hook.webhook_id}`, bearer(token)))],
       ['200 given now', () => fetchWith({}, secretRequest(`webhook_id=${legacy}`, bearer(token)))],
@@ -68,6 +69,7 @@ describe('docs/openapi.json: reading a secret', () => {
       ['400 repeated', () => fetchWith({}, secretRequest(`webhook_id=${legacy}&webhook_id=${legacy}`, bearer(token)))],
       ['401', () => fetchWith({}, secretRequest(`webhook_id=${legacy}`, {}))],
       ['401 invalid_token', () => fetchWith({}, secretRequest(`webhook_id=${legacy}`, bearer('a.b.c')))],
+      ['403', async () => fetchWith({}, secretRequest(`webhook_id=${legacy}`, bearer(await readOnly)))],
       ['404', () => fetchWith({}, secretRequest(`webhook_id=${foreign}`, bearer(token)))],
       ['404 missing', () => fetchWith({}, secretRequest('webhook_id=9223372036854775807', bearer(token)))],
       ['429', () => fetchWith(limited, secretRequest(`webhook_id=${legacy}`, bearer(token)))],

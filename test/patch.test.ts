@@ -187,6 +187,8 @@ describe('PATCH /v1.0/app/nft/webhook', () => {
     ['rate_limit as a string', { webhook_id: 1, rate_limit: '5' }],
     ['a 257-character description', { webhook_id: 1, description: 'x'.repeat(257) }],
     ['a number description', { webhook_id: 1, description: 5 }],
+    ['a description of 200 lone surrogates', { webhook_id: 1, description: '\ud800'.repeat(200) }],
+    ['a url with a lone surrogate', { webhook_id: 1, url: 'https://example.com/\udfff' }],
     ['an array body', [1]],
   ])('answers 400 for %s and changes nothing', async (_name, body) => {
     const app = freshApp();

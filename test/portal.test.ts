@@ -3,10 +3,14 @@
 // the page; anything else under /portal/ the 404 envelope. The browser journeys are in
 // test/http/portal.test.ts.
 import { env, SELF } from 'cloudflare:test';
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { contentSecurityPolicy } from '../src/portal/serve';
 import { expectEnvelope } from './helpers/replies';
-import { ORIGIN } from './helpers/requests';
+import { fetchWith, ORIGIN } from './helpers/requests';
+
+afterEach(() => {
+  vi.restoreAllMocks();
+});
 
 const get = (path: string, init: RequestInit = {}) => SELF.fetch(ORIGIN + path, { redirect: 'manual', ...init });
 
@@ -105,15 +109,63 @@ describe('the portal page', () => {
   it.each(['/portal/nope', '/portal/endpoints/0', '/portal/endpoints/abc', '/portal/endpoints/1/', '/portal/app.js'])(
     'answers the 404 envelope for %s, an unknown path under /portal/',
     async (path) => {
-      const res = await get(path);
+      const res = await get(path, { headers: { 'x-request-id': 'portal-404' } });
+      // The portal's headers, as on every reply under /portal.
+      expectSecurityHeaders(res);
+      expect(res.headers.get('x-request-id')).toBe('portal-404');
       await expectEnvelope(res, 404, 404, 'not found');
     },
   );
 
-  it.each(['POST', 'PUT', 'DELETE', 'PATCH'])('answers 405 with Allow: GET, HEAD to %s', async (method) => {
-    const res = await get('/portal/', { method });
+  it.each([
+    ['POST', '/portal/'],
+    ['PUT', '/portal/endpoints/1'],
+    ['DELETE', '/portal'],
+    ['PATCH', '/portal/nope'],
+    ['OPTIONS', '/portal/'],
+    ['PROPFIND', '/portal/'],
+  ])('answers 405 with Allow: GET, HEAD and the portal headers to %s %s', async (method, path) => {
+    const res = await get(path, { method });
+    expectSecurityHeaders(res);
     await expectEnvelope(res, 405, 405, 'method not allowed');
     expect(res.headers.get('allow')).toBe('GET, HEAD');
+  });
+
+  it('answers a failure of the assets with the 500 envelope and the portal headers', async () => {
+    const error = vi.spyOn(console, 'error').mockImplementation(() => {});
+    const broken = {
+      fetch: async () => {
+        throw new Error('assets unavailable');
+      },
+    };
+    const res = await fetchWith({ ASSETS: broken }, new Request(`${ORIGIN}/portal/`));
+    expectSecurityHeaders(res);
+    expect(res.status).toBe(500);
+    expect(error).toHaveBeenCalled();
+  });
+
+  it('fails closed with a locked policy on every reply while PORTAL_FRAME_ANCESTORS is refused', async () => {
+    vi.spyOn(console, 'error').mockImplementation(() => {});
+    for (const path of ['/portal/', '/portal/nope']) {
+      const res = await fetchWith({ PORTAL_FRAME_ANCESTORS: "'unsafe-inline'" }, new Request(ORIGIN + path));
+      expect(res.status).toBe(500);
+      const csp = directives(res.headers.get('content-security-policy'));
+      expect(csp['default-src']).toBe("'none'");
+      expect(csp['frame-ancestors']).toBe("'none'");
+      expect(res.headers.get('referrer-policy')).toBe('no-referrer');
+    }
+  });
+
+  it("names the application's claim (JWT_APP_CLAIM) in the page, for the page to show it", async () => {
+    const claimOf = async (res: Response) => /<meta name="app-claim" content="([^"]*)"/.exec(await res.text())?.[1];
+    expect(await claimOf(await get('/portal/'))).toBe('sub');
+    const custom = await fetchWith({ JWT_APP_CLAIM: 'client_id' }, new Request(`${ORIGIN}/portal/endpoints/7`));
+    expect(custom.status).toBe(200);
+    expect(custom.headers.get('content-length')).toBeNull();
+    expect(await claimOf(custom)).toBe('client_id');
+    // Written as a quoted attribute's value, where only a quote could end it: it is escaped.
+    const odd = await fetchWith({ JWT_APP_CLAIM: '"><script>x</script>' }, new Request(`${ORIGIN}/portal/`));
+    expect(await odd.text()).toContain('<meta name="app-claim" content="&quot;><script>x</script>" />');
   });
 
   it('leaves every other path to the API: / is still the 404 envelope', async () => {

@@ -173,6 +173,18 @@ describe('POST /v1.0/platform/nft/events', () => {
     expect(await counts(app)).toEqual({ events: 100, deliveries: 0 });
   });
 
+  it('refuses the whole batch for one app_id with a control character or a lone surrogate: 400 naming the event', async () => {
+    const app = freshApp();
+    for (const bad of ['x\u0000', 'x\u007f', '\udfff']) {
+      const { res } = await publishBatch(JSON.stringify({ events: [event(app, 'ok'), { ...event(bad, 'bad') }] }));
+      expect(res.headers.get('x-error-detail')).toBe(
+        'events[1]: app_id must be a string of 1 to 255 characters, without control characters or lone surrogates',
+      );
+      await expectEventFail(res, 400);
+    }
+    expect(await counts(app)).toEqual({ events: 0, deliveries: 0 });
+  });
+
   it('needs a token with the events:publish scope (401 without a token, 403 without the scope)', async () => {
     const app = freshApp();
     const none = await publishBatch({ events: [event(app, 'a')] }, {}, {});

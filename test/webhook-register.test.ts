@@ -158,6 +158,8 @@ describe('POST /v1.0/app/nft/webhook', () => {
     ['an empty string', ''],
     ['longer than 2,048 characters', `https://hooks.example.com/${'a'.repeat(2048)}`],
     ['2,048 characters that normalise longer', `https://hooks.example.com/${' '.repeat(2000)}x`],
+    // The parser would store U+FFFD (%EF%BF%BD) for it: another URL than the one sent.
+    ['a lone surrogate', 'https://hooks.example.com/\ud800'],
   ])('refuses a URL with %s: 400 and nothing stored', async (_, url) => {
     const app = freshApp();
     const before = await snapshot();
@@ -200,6 +202,47 @@ describe('POST /v1.0/app/nft/webhook', () => {
     const url = `https://hooks.example.com/${'a'.repeat(2048 - 'https://hooks.example.com/'.length)}`;
     expect(url).toHaveLength(2048);
     await expectValue(await post({ url }, await auth(freshApp())), 201);
+  });
+
+  it('counts a description in code points: 256 emoji (512 UTF-16 units) pass, 257 do not', async () => {
+    const app = freshApp();
+    const emoji = '😀'.repeat(256);
+    const created = await expectValue<Webhook & { description: string }>(
+      await post({ url: 'https://hooks.example.com/emoji', description: emoji }, await auth(app)),
+      201,
+    );
+    expect(created.value.description).toBe(emoji);
+    expect((await webhookRow(String(created.value.webhook_id)))?.description).toBe(emoji);
+    const over = await post({ url: 'https://hooks.example.com/emoji2', description: `${emoji}😀` }, await auth(app));
+    await expectCreateFail(over, 400);
+  });
+
+  it.each([
+    ['200 lone surrogates', '\ud800'.repeat(200)],
+    ['one lone high surrogate after text', 'ok \ud83d'],
+    ['one lone low surrogate', '\udc00'],
+    ['a pair in the wrong order', '\ude00\ud83d'],
+  ])('refuses a description of %s (JSON escapes): 400, never stored as U+FFFD', async (_, description) => {
+    const before = await snapshot();
+    const res = await post({ url: 'https://hooks.example.com/lone', description }, await auth(freshApp()));
+    expect(res.headers.get('x-error-detail')).toBe('description must be well-formed Unicode');
+    await expectCreateFail(res, 400);
+    expect(await snapshot()).toEqual(before);
+  });
+
+  it('refuses a body that is not UTF-8 (an encoded surrogate, a lone continuation byte): 400, nothing stored', async () => {
+    const headers = { ...(await auth(freshApp())), 'content-type': 'application/json' };
+    const before = await snapshot();
+    const text = new TextEncoder().encode('{"url":"https://hooks.example.com/bytes","description":"__"}');
+    const at = text.indexOf(0x5f);
+    // CESU-style bytes of U+D800 (ED A0 80), which UTF-8 forbids, and a lone continuation byte.
+    for (const bad of [[0xed, 0xa0, 0x80], [0x80]]) {
+      const body = new Uint8Array([...text.slice(0, at), ...bad, ...text.slice(at + 2)]);
+      const res = await SELF.fetch(URL_, { method: 'POST', headers, body });
+      expect(res.headers.get('x-error-detail')).toBe('body is not valid UTF-8');
+      await expectCreateFail(res, 400);
+    }
+    expect(await snapshot()).toEqual(before);
   });
 
   it.each([

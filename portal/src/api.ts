@@ -1,21 +1,41 @@
 // The portal's client of this service's JSON API: the token from the link, the calls (same origin
 // only, the token as Authorization: Bearer), exact int64 ids, and the service's reasons.
 
+import { isReadOnly, scopesOf } from '../../src/core/scopes';
+
 const TOKEN_KEY = 'nft-webhook-portal.token';
+/** A token is a signed JWT: three base64url parts (JWS compact). Anything else is no token. */
+const TOKEN = /^[\w-]+\.[\w-]+\.[\w-]+$/;
+
+/** The token a link gave, if any: a token, or `unreadable` (a fragment whose token cannot be read). */
+export type Link = { token: string } | { unreadable: true } | null;
 
 /**
- * Takes the token from the link (`#token=...`) at once: it goes to sessionStorage, and the address
- * bar (and this history entry) loses the fragment. Returns the token of this tab, if any.
+ * Takes the token from the link (`#token=...`) at once: the address bar (and this history entry)
+ * loses the fragment, and the token goes to sessionStorage, in place of the one before. A
+ * fragment whose token cannot be read (empty, not percent-decodable, not a JWT) leaves no token
+ * in this tab. Null when the address has no `#token=`.
  */
-export function takeToken(): string | null {
+export function takeLink(): Link {
   const match = /^#(?:.*&)?token=([^&]*)/.exec(location.hash);
-  if (match) {
-    history.replaceState(history.state, '', location.pathname + location.search);
-    const token = decodeURIComponent(match[1] as string).trim();
-    if (token !== '') sessionStorage.setItem(TOKEN_KEY, token);
+  if (match === null) return null;
+  history.replaceState(history.state, '', location.pathname + location.search);
+  let token = '';
+  try {
+    token = decodeURIComponent(match[1] as string).trim();
+  } catch {
+    // A malformed escape (`%E0%A4%A`): no token.
   }
-  return sessionStorage.getItem(TOKEN_KEY);
+  if (!TOKEN.test(token)) {
+    sessionStorage.removeItem(TOKEN_KEY);
+    return { unreadable: true };
+  }
+  sessionStorage.setItem(TOKEN_KEY, token);
+  return { token };
 }
+
+/** This tab's token, if any. */
+export const storedToken = () => sessionStorage.getItem(TOKEN_KEY);
 
 let token: string | null = null;
 let onExpired: () => void = () => {};
@@ -34,18 +54,27 @@ export interface Claims {
 }
 
 /**
+ * The claim that names the application: the service's JWT_APP_CLAIM, which it writes into the
+ * page (`<meta name="app-claim">`).
+ */
+const appClaim = () => document.querySelector<HTMLMetaElement>('meta[name="app-claim"]')?.content || 'sub';
+
+/**
  * What the page shows depends on the token's claims, read here without verifying them (the
- * service verifies every call): read-only when `scope` names webhooks:read and not webhooks:write.
+ * service verifies every call): the application in the claim the service reads, and read-only
+ * when its scopes (`scope` or `scp`, read as the service reads them) name webhooks:read and not
+ * webhooks:write.
  */
 export function claimsOf(jwt: string): Claims {
   try {
     const part = (jwt.split('.')[1] ?? '').replace(/-/g, '+').replace(/_/g, '/');
     const bytes = Uint8Array.from(atob(part.padEnd(Math.ceil(part.length / 4) * 4, '=')), (c) => c.charCodeAt(0));
     const claims = JSON.parse(new TextDecoder().decode(bytes)) as Record<string, unknown>;
-    const scope = typeof claims.scope === 'string' ? claims.scope.split(' ') : [];
+    const app = claims[appClaim()];
     return {
-      app: typeof claims.sub === 'string' ? claims.sub : null,
-      readOnly: scope.includes('webhooks:read') && !scope.includes('webhooks:write'),
+      app: typeof app === 'string' ? app : null,
+      // Scopes the service cannot read: it refuses the token (401), and the page says the link expired.
+      readOnly: isReadOnly(scopesOf(claims) ?? []),
       expires: typeof claims.exp === 'number' ? new Date(claims.exp * 1000) : null,
     };
   } catch {

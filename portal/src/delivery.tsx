@@ -2,7 +2,7 @@
 // id, and Resend.
 import { useEffect, useState } from 'hono/jsx/dom';
 import { call, type Delivery } from './api';
-import { outcome } from './endpoint';
+import { outcome } from './deliveries';
 import { paths } from './router';
 import { CopyButton, ErrorText, Heading, Link, Notice, Time } from './ui';
 

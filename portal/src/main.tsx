@@ -1,6 +1,6 @@
 // The application portal (docs/portal.md): opened by a link /portal/#token=<application token>.
 import { render, useEffect, useState } from 'hono/jsx/dom';
-import { claimsOf, takeToken, useToken } from './api';
+import { claimsOf, storedToken, takeLink, useToken } from './api';
 import { EventTypesPage } from './catalog';
 import { DeliveryPage } from './delivery';
 import { EndpointPage } from './endpoint';
@@ -9,8 +9,25 @@ import { onNavigate, paths, routeOf } from './router';
 import { Heading, Link } from './ui';
 
 // First of all: the token leaves the address bar.
-const token = takeToken();
+const link = takeLink();
+let token = storedToken();
 const claims = token === null ? null : claimsOf(token);
+
+/** Shows that the link has expired (set by the App). */
+let showExpired = () => {};
+// A new link opened in this tab or frame while the page is open changes only the fragment: its
+// token is taken the same way, and the page starts again with it (another application, maybe).
+// One it cannot read leaves no token, and the page says that the link has expired.
+addEventListener('hashchange', () => {
+  const next = takeLink();
+  if (next === null) return;
+  if ('token' in next) {
+    location.reload();
+  } else {
+    token = null;
+    showExpired();
+  }
+});
 
 function Expired({ never }: { never: boolean }) {
   return (
@@ -27,11 +44,12 @@ function Expired({ never }: { never: boolean }) {
 
 function App() {
   const [route, setRoute] = useState(routeOf(location.pathname));
-  const [expired, setExpired] = useState(false);
+  const [expired, setExpired] = useState(link !== null && 'unreadable' in link);
   useEffect(() => onNavigate(() => setRoute(routeOf(location.pathname))), []);
+  showExpired = () => setExpired(true);
   useToken(token, () => setExpired(true));
 
-  if (token === null || expired) return <Expired never={token === null} />;
+  if (token === null || expired) return <Expired never={token === null && !expired} />;
   const readOnly = claims?.readOnly ?? false;
   return (
     <>

@@ -1,5 +1,7 @@
 import type { MiddlewareHandler } from 'hono';
 import { errors, type JWTPayload, jwtVerify } from 'jose';
+import { isReadOnly, scopesOf, WRITE_SCOPE } from '../core/scopes';
+import { isAppId } from '../core/text';
 import type { AppEnv } from '../http/app-env';
 import { ApiFailure, Code, retryLater } from '../http/envelope';
 import { withoutOws } from '../http/headers';
@@ -49,8 +51,8 @@ export const KEYS_RETRY_AFTER = 5;
 interface Identity {
   appId: string;
   jti: string | null;
-  /** The `scope` claim (RFC 9068: space-separated), when it is a string. */
-  scope: string | null;
+  /** The scopes its `scope` and `scp` claims grant (see scopesOf). */
+  scopes: readonly string[];
 }
 
 /** How long a verified token is taken on trust without verifying it again. */
@@ -123,16 +125,16 @@ export async function verifyToken(token: string, config: AuthConfig): Promise<Id
   }
   const appId = payload[config.appClaim];
   if (typeof appId !== 'string' || appId === '') throw invalidToken('token names no application', true);
-  const identity = {
-    appId,
-    jti: typeof payload.jti === 'string' ? payload.jti : null,
-    scope: typeof payload.scope === 'string' ? payload.scope : null,
-  };
+  if (!isAppId(appId)) throw invalidToken('token application claim has control characters or lone surrogates', true);
+  // Scopes that cannot be read are never taken for none (which would be every right).
+  const scopes = scopesOf(payload);
+  if (scopes === null) throw invalidToken('token scope claim is not a list of scopes', true);
+  const identity = { appId, jti: typeof payload.jti === 'string' ? payload.jti : null, scopes };
   rememberVerified(config, token, identity, payload);
   return identity;
 }
 
-/** Rejects the request unless it carries a valid token; sets `appId`, `jti` and `scope` on the context. */
+/** Rejects the request unless it carries a valid token; sets `appId`, `jti` and `scopes` on the context. */
 export const authenticate: MiddlewareHandler<AppEnv> = async (c, next) => {
   const config = await authConfig(c.env);
   let identity: Identity;
@@ -142,21 +144,21 @@ export const authenticate: MiddlewareHandler<AppEnv> = async (c, next) => {
     if (err instanceof ApiFailure && err.options.code === Code.invalidToken) throw await authFailure(c, err);
     throw err;
   }
-  const { appId, jti, scope } = identity;
+  const { appId, jti, scopes } = identity;
   c.set('appId', appId);
   c.set('jti', jti);
-  c.set('scope', scope);
+  c.set('scopes', scopes);
   await next();
 };
 
 /**
- * After `authenticate`: rejects a valid token whose `scope` claim lacks `scope` with 403 and the
- * RFC 6750 `insufficient_scope` challenge (an application's ordinary token can never publish).
+ * After `authenticate`: rejects a valid token whose scopes lack `scope` with 403 and the RFC 6750
+ * `insufficient_scope` challenge (an application's ordinary token can never publish).
  */
 export const requireScope =
   (scope: string): MiddlewareHandler<AppEnv> =>
   async (c, next) => {
-    if (!(c.get('scope')?.split(' ').includes(scope) ?? false)) throw insufficientScope(scope);
+    if (!c.get('scopes').includes(scope)) throw insufficientScope(scope);
     await next();
   };
 
@@ -167,13 +169,13 @@ const insufficientScope = (scope: string) =>
   });
 
 /**
- * After `authenticate`, on every operation that changes something: a read-only token, whose
- * `scope` names webhooks:read and not webhooks:write, is refused with 403 and the
- * `insufficient_scope` challenge naming webhooks:write. Tokens without either scope keep every
- * right (the tokens applications had before scopes).
+ * After `authenticate`, on every operation that changes something, and on reading a signing
+ * secret (whoever holds one can sign as the service): a read-only token, whose scopes name
+ * webhooks:read and not webhooks:write, is refused with 403 and the `insufficient_scope` challenge
+ * naming webhooks:write. Tokens without either scope keep every right (the tokens applications
+ * had before scopes).
  */
 export const requireWrite: MiddlewareHandler<AppEnv> = async (c, next) => {
-  const scopes = c.get('scope')?.split(' ') ?? [];
-  if (scopes.includes('webhooks:read') && !scopes.includes('webhooks:write')) throw insufficientScope('webhooks:write');
+  if (isReadOnly(c.get('scopes'))) throw insufficientScope(WRITE_SCOPE);
   await next();
 };

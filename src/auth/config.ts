@@ -13,6 +13,9 @@ export interface AuthConfig {
   maxTokenAge?: number;
 }
 
+/** The claim that names the calling application: JWT_APP_CLAIM, `sub` by default. */
+export const appClaim = (env: CloudflareBindings): string => setting(env, 'JWT_APP_CLAIM') ?? 'sub';
+
 /** Default seconds of clock skew allowed on `exp`, `nbf` and `iat`. */
 export const DEFAULT_CLOCK_TOLERANCE = 5;
 
@@ -85,7 +88,7 @@ async function readAuthConfig(env: CloudflareBindings): Promise<AuthConfig> {
     keys: await verificationKeys(env),
     issuer: setting(env, 'JWT_ISSUER'),
     audience: setting(env, 'JWT_AUDIENCE'),
-    appClaim: setting(env, 'JWT_APP_CLAIM') ?? 'sub',
+    appClaim: appClaim(env),
     typ: setting(env, 'JWT_TYP'),
     clockTolerance: seconds(env, 'JWT_CLOCK_TOLERANCE', 300) ?? DEFAULT_CLOCK_TOLERANCE,
     maxTokenAge: seconds(env, 'JWT_MAX_TOKEN_AGE', 31_536_000),

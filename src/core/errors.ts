@@ -27,6 +27,18 @@ export class StorageFailure extends Error {
   }
 }
 
+/**
+ * Input that breaks a rule of ours (a webhook URL the URL rules refuse). `detail` is a short
+ * fixed text of ours saying which rule, never the input itself: an HTTP reply says 400 with it;
+ * a delivery whose stored URL a tightened rule now refuses is never requested.
+ */
+export class InvalidInput extends Error {
+  constructor(readonly detail: string) {
+    super(detail);
+    this.name = 'InvalidInput';
+  }
+}
+
 /** What a failure says in a log line: its setting for a ConfigError, its name and message otherwise. */
 export function describeFailure(err: unknown): string {
   if (err instanceof ConfigError) return `configuration error: ${err.setting}: ${err.message}`;

@@ -4,9 +4,8 @@
 // the endpoint's object).
 
 import type { DeliveryConfig } from '../core/delivery-settings';
-import { ConfigError, describeFailure } from '../core/errors';
+import { ConfigError, describeFailure, InvalidInput } from '../core/errors';
 import { log } from '../core/log';
-import { ApiFailure } from '../http/envelope';
 import { retryD1 } from '../platform/d1';
 import { decryptSecret, sealedNewSecret, secretKey } from '../webhooks/secrets';
 import { provideSecrets } from '../webhooks/store/secrets';
@@ -179,7 +178,7 @@ async function dispatch(
     // The URL rules may have tightened since it was registered: a refused URL is never requested.
     url = webhookUrl(row.url, context.origins);
   } catch (err) {
-    if (!(err instanceof ApiFailure)) throw err;
+    if (!(err instanceof InvalidInput)) throw err;
     const result: AttemptResult = { status: null, error: 'url_refused', body: null, retryAfter: null, durationMs: 0 };
     return attempted(row, at, result, context.config);
   }

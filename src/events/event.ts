@@ -1,5 +1,6 @@
 // The event object (one shape for the Queue and for HTTP): {"app_id", "type", "data", "id"?}.
 import { isEventType } from '../core/event-types';
+import { isAppId } from '../core/text';
 import { badInput } from '../http/envelope';
 import type { EventToStore } from './store/events';
 
@@ -27,8 +28,10 @@ export function parseEvent(value: unknown): NewEvent {
   if (typeof value !== 'object' || value === null || Array.isArray(value))
     throw badInput('event must be a JSON object');
   const { app_id: appId, type, data, id } = value as Record<string, unknown>;
-  if (typeof appId !== 'string' || appId.length === 0 || [...appId].length > MAX_APP_ID_LENGTH) {
-    throw badInput(`app_id must be a string of 1 to ${MAX_APP_ID_LENGTH} characters`);
+  if (typeof appId !== 'string' || !isAppId(appId) || [...appId].length > MAX_APP_ID_LENGTH) {
+    throw badInput(
+      `app_id must be a string of 1 to ${MAX_APP_ID_LENGTH} characters, without control characters or lone surrogates`,
+    );
   }
   if (!isEventType(type)) throw badInput('type must be 1 to 64 letters, digits, _ or .');
   if (typeof data !== 'object' || data === null || Array.isArray(data) || isRawJson(data)) {

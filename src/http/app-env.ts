@@ -7,8 +7,8 @@ export type AppEnv = {
     appId: string;
     /** The token's `jti`, when it has one: recorded as part of the audit actor. */
     jti: string | null;
-    /** The token's `scope` claim, when it has one. */
-    scope: string | null;
+    /** The scopes the token grants (its `scope` and `scp` claims; none when it has neither). */
+    scopes: readonly string[];
     /** The webhook the request addresses, once its input is valid (for the log). */
     webhookId: string;
     /** The event a publish stored (for the log). */

@@ -171,16 +171,26 @@ async function readAtMost(body: ReadableStream<Uint8Array>, maxBytes: number): P
   return bytes;
 }
 
+/**
+ * The client went away before it had sent its whole body. Nobody reads the reply; its status, 499
+ * (nginx's "client closed request"), and detail are for the request log, which says so at info:
+ * it is no failure of the service.
+ */
+const clientGone = (cause: unknown) => new ApiFailure(499, 'client went away before sending its whole body', { cause });
+
 async function readLimited(req: Request, maxBytes: number): Promise<Uint8Array> {
   const declared = req.headers.get('content-length');
-  if (declared !== null) {
-    // The runtime delimits the body by Content-Length, so it cannot be longer than declared. A
-    // body declared too long is not read here: the Worker drains it after the reply is made.
-    if (!/^\d+$/.test(declared) || Number(declared) > maxBytes) throw tooLarge(maxBytes);
-    return new Uint8Array(await req.arrayBuffer());
+  // The runtime delimits the body by Content-Length, so it cannot be longer than declared. A
+  // body declared too long is not read here: the Worker drains it after the reply is made.
+  if (declared !== null && (!/^\d+$/.test(declared) || Number(declared) > maxBytes)) throw tooLarge(maxBytes);
+  let bytes: Uint8Array | null;
+  try {
+    if (declared !== null) bytes = new Uint8Array(await req.arrayBuffer());
+    else bytes = req.body === null ? new Uint8Array() : await readAtMost(req.body, maxBytes);
+  } catch (err) {
+    // Reading the bytes the client sends fails only when the client goes away mid-body.
+    throw clientGone(err);
   }
-  if (req.body === null) return new Uint8Array();
-  const bytes = await readAtMost(req.body, maxBytes);
   if (bytes === null) throw tooLarge(maxBytes);
   return bytes;
 }

@@ -1,5 +1,5 @@
 import type { Context } from 'hono';
-import { ConfigError, StorageFailure } from '../core/errors';
+import { ConfigError, InvalidInput, StorageFailure } from '../core/errors';
 import { log } from '../core/log';
 import type { AppEnv } from './app-env';
 import { withoutOws } from './headers';
@@ -151,11 +151,12 @@ export function success(
 }
 
 /**
- * The reply for a failure: known ones as they say, anything else a logged 500, with the
- * operation's `code` unless the failure names its own. `headers` are added to it (the D1
- * bookmark of a request that used D1).
+ * The reply for a failure: known ones as they say (input that a rule refuses: 400 with its
+ * detail), anything else a logged 500, with the operation's `code` unless the failure names its
+ * own. `headers` are added to it (the D1 bookmark of a request that used D1).
  */
 export function failureReply(err: unknown, code: Code, reqId: string, headers?: Record<string, string>): Response {
+  if (err instanceof InvalidInput) err = badInput(err.detail);
   if (err instanceof StorageFailure) {
     // A store that may answer again soon is a 503 the client can retry; a broken one a 500.
     err = err.retryable

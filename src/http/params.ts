@@ -1,10 +1,11 @@
 // One parser per kind of request input, each a pure function: text in, a checked value out (or
 // null, or a 400 failure). Every route that reads a kind of input reads it here.
 import { MAX_ENDPOINT_RATE } from '../core/delivery-settings';
-import { FILTER_MAX_BYTES, type Filter, InvalidFilter, parseFilter } from '../core/filter/parse';
+import { FILTER_MAX_BYTES, parseFilter } from '../core/filter/parse';
 import { normaliseSetValue, SET_VALUE_MAX_LENGTH } from '../core/filter/values';
 import { digitsOnly, idRange, parseId } from '../core/int64';
 import { parseCursor, parseValueCursor } from '../core/pages';
+import { isWellFormed } from '../core/text';
 import { MAX_BODY_BYTES, NumberText, parseJsonText } from './body';
 import { badInput } from './envelope';
 import { withoutOws } from './headers';
@@ -99,9 +100,13 @@ export function parseIdempotencyKey(header: string): string | null {
 /** Longest webhook description, in characters. */
 export const MAX_DESCRIPTION_LENGTH = 256;
 
-/** A webhook's `description` field: a string of at most 256 characters, or null; 400 otherwise. */
+/**
+ * A webhook's `description` field: a string of at most 256 characters (Unicode code points), or
+ * null; 400 otherwise, and for a string with a lone surrogate (see isWellFormed).
+ */
 export function descriptionField(value: unknown): string | null {
   if (value === null) return null;
+  if (typeof value === 'string' && !isWellFormed(value)) throw badInput('description must be well-formed Unicode');
   if (typeof value !== 'string' || [...value].length > MAX_DESCRIPTION_LENGTH) {
     throw badInput(`description must be null or a string of at most ${MAX_DESCRIPTION_LENGTH} characters`);
   }
@@ -128,19 +133,10 @@ export const MAX_WEBHOOK_BODY_BYTES = MAX_BODY_BYTES + FILTER_MAX_BYTES;
  */
 export function filterField(value: unknown, bytes: Uint8Array, name = 'filter'): string | null {
   if (value === null) return null;
-  checkedFilter(value, name);
+  // InvalidFilter is an InvalidInput: the reply is 400 with the key named.
+  parseFilter(value, name);
   const exact = parseJsonText(new TextDecoder().decode(bytes), true) as Record<string, unknown>;
   return JSON.stringify(exact[name]);
-}
-
-/** A filter object checked against the grammar and compiled; 400 naming the key otherwise. */
-export function checkedFilter(value: unknown, name = 'filter'): Filter {
-  try {
-    return parseFilter(value, name);
-  } catch (err) {
-    if (err instanceof InvalidFilter) throw badInput(err.message);
-    throw err;
-  }
 }
 
 /** The `cursor` query parameter of a list of strings (a value set), at most once: the value it continues after. */

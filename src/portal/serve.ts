@@ -1,5 +1,6 @@
-import type { Context } from 'hono';
+import type { Context, MiddlewareHandler } from 'hono';
 import type { HonoBase } from 'hono/hono-base';
+import { appClaim } from '../auth/config';
 import { ConfigError } from '../core/errors';
 import { perIsolate } from '../core/settings';
 import type { AppEnv } from '../http/app-env';
@@ -48,10 +49,22 @@ export function contentSecurityPolicy(setting: string | undefined): string {
   ].join('; ');
 }
 
+/**
+ * The portal's policy, once per isolate like every setting (a refused PORTAL_FRAME_ANCESTORS is
+ * read again, and refused, each time: a ConfigError).
+ */
+const portalPolicy = (env: CloudflareBindings) =>
+  perIsolate(env, 'PORTAL_FRAME_ANCESTORS', () => contentSecurityPolicy(env.PORTAL_FRAME_ANCESTORS));
+
 /** The headers every portal reply carries (besides the asset's own). */
 function securityHeaders(c: Context<AppEnv>): Record<string, string> {
-  // Once per isolate, like every setting (a refused one is read again, and refused, each time).
-  const policy = perIsolate(c.env, 'PORTAL_FRAME_ANCESTORS', () => contentSecurityPolicy(c.env.PORTAL_FRAME_ANCESTORS));
+  let policy: string;
+  try {
+    policy = portalPolicy(c.env);
+  } catch {
+    // PORTAL_FRAME_ANCESTORS is refused (the reply is the 500 that says so): nothing may load or frame it.
+    policy = LOCKED_POLICY;
+  }
   return {
     'content-security-policy': policy,
     'referrer-policy': 'no-referrer',
@@ -64,26 +77,53 @@ function securityHeaders(c: Context<AppEnv>): Record<string, string> {
   };
 }
 
+/** The policy of a reply made while PORTAL_FRAME_ANCESTORS is refused. */
+const LOCKED_POLICY = "default-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+
+/**
+ * Every reply under /portal gets the security headers, whichever made it: the page and its assets,
+ * the redirect, the 404 and 405 envelopes, a failure's 500.
+ */
+const withSecurityHeaders: MiddlewareHandler<AppEnv> = async (c, next) => {
+  await next();
+  for (const [name, value] of Object.entries(securityHeaders(c))) c.res.headers.set(name, value);
+};
+
+/**
+ * The page with the name of the claim that names the application (JWT_APP_CLAIM) in its
+ * `<meta name="app-claim">`: the page shows that claim of its token, as the service reads it.
+ */
+const withAppClaim = (page: Response, env: CloudflareBindings) =>
+  new HTMLRewriter()
+    .on('meta[name="app-claim"]', {
+      element(meta) {
+        meta.setAttribute('content', appClaim(env));
+      },
+    })
+    .transform(page);
+
 async function portal(c: Context<AppEnv>): Promise<Response> {
   const url = new URL(c.req.url);
-  const headers = securityHeaders(c);
   if (url.pathname === '/portal') {
     // The fragment (#token=...) is kept by the browser across the redirect.
     return new Response(null, {
       status: 308,
-      headers: { ...headers, location: `/portal/${url.search}`, 'cache-control': 'no-store' },
+      headers: { location: `/portal/${url.search}`, 'cache-control': 'no-store' },
     });
   }
+  // A refused PORTAL_FRAME_ANCESTORS fails closed: no page is served under it.
+  portalPolicy(c.env);
   const asset = PAGE_ROUTES.test(url.pathname) ? new URL('/portal/', url) : url;
   const res = await c.env.ASSETS.fetch(new Request(asset, c.req.raw));
   if (res.status === 404) {
     await res.body?.cancel();
-    return envelope(404, Code.notFound, requestId(c), {
-      headers: { 'content-security-policy': headers['content-security-policy'] as string },
-    });
+    return envelope(404, Code.notFound, requestId(c));
   }
-  const reply = new Response(res.body, res);
-  for (const [name, value] of Object.entries(headers)) reply.headers.set(name, value);
+  // The asset's headers are immutable: a copy takes the security headers.
+  const page = res.headers.get('content-type')?.startsWith('text/html') === true;
+  const reply = new Response(page ? withAppClaim(res, c.env).body : res.body, res);
+  // The page's length changes with the claim's name.
+  if (page) reply.headers.delete('content-length');
   reply.headers.set(
     'cache-control',
     FINGERPRINTED.test(url.pathname) && res.ok ? 'public, max-age=31536000, immutable' : 'no-store',
@@ -91,11 +131,14 @@ async function portal(c: Context<AppEnv>): Promise<Response> {
   return reply;
 }
 
-/** Mounts the portal: GET (and so HEAD) of /portal and everything under it; 405 for other methods. */
+/**
+ * Mounts the portal: GET (and so HEAD) of /portal and everything under it; 405 for every other
+ * method; the security headers on every reply.
+ */
 export function mountPortal(app: HonoBase<AppEnv>) {
   const paths = ['/portal', '/portal/*'];
+  for (const path of paths) app.use(path, withSecurityHeaders);
   for (const path of paths) app.get(path, portal);
-  app.on(['POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS', 'TRACE', 'CONNECT'], paths, (c) =>
-    envelope(405, Code.methodNotAllowed, requestId(c), { headers: { allow: 'GET, HEAD' } }),
-  );
+  for (const path of paths)
+    app.all(path, (c) => envelope(405, Code.methodNotAllowed, requestId(c), { headers: { allow: 'GET, HEAD' } }));
 }

@@ -18,7 +18,10 @@ export const SECRET_PATH = '/v1.0/app/nft/webhook/secret';
 
 /** Every route: authentication, then the application's rate limit, then the operation (input, then storage). */
 const guarded = [authenticate, limitApplication];
-/** Every route that changes something: authentication, a token that may write, the rate limit, the operation. */
+/**
+ * Every route that changes something, and reading a signing secret (whoever holds one can forge
+ * the application's webhooks): authentication, a token that may write, the rate limit, the operation.
+ */
 const writing = [authenticate, requireWrite, limitApplication];
 
 /**
@@ -34,7 +37,7 @@ export function mountWebhooks(app: HonoBase<AppEnv>, afterDelete: MiddlewareHand
     DELETE: { name: 'delete', code: Code.deleteFail, handlers: [...writing, ...afterDelete, removeWebhook] },
   });
   mountPath(app, SECRET_PATH, {
-    GET: { name: 'secret', code: Code.secretFail, handlers: [...guarded, readSecret] },
+    GET: { name: 'secret', code: Code.secretFail, handlers: [...writing, readSecret] },
     POST: { name: 'rotate', code: Code.secretFail, handlers: [...writing, rotateWebhookSecret] },
   });
 }

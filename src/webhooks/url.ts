@@ -1,7 +1,7 @@
 import ipaddr from 'ipaddr.js';
-import { ConfigError } from '../core/errors';
+import { ConfigError, InvalidInput } from '../core/errors';
 import { perIsolate, setting } from '../core/settings';
-import { badInput } from '../http/envelope';
+import { isWellFormed } from '../core/text';
 
 /** Longest webhook URL, as sent and as normalised. */
 export const MAX_URL_LENGTH = 2048;
@@ -10,7 +10,7 @@ export const MAX_URL_LENGTH = 2048;
 // (.local), the private-use .internal, home networks (RFC 8375) and Tor onion services (RFC 7686).
 const LOCAL_NAMES = ['localhost', 'local', 'internal', 'home.arpa', 'test', 'invalid', 'onion'];
 
-const refused = (why: string) => badInput(`url ${why}`);
+const refused = (why: string) => new InvalidInput(`url ${why}`);
 
 /**
  * Whether an IP literal is a public unicast address. The WHATWG parser has already turned every
@@ -39,11 +39,13 @@ function isPublicName(host: string): boolean {
  * A webhook URL, checked and normalised: an absolute https URL of at most MAX_URL_LENGTH
  * characters, without credentials, port 0 or fragment, whose host is a public DNS name or a
  * public IP address. Returns the WHATWG form (`new URL(text).href`), in which URLs are stored and
- * compared; anything else is a 400. For an origin in `allowed` (WEBHOOK_URL_ALLOWED_ORIGINS: local
- * receivers, test rigs) only the scheme and host rules are waived.
+ * compared; anything else throws InvalidInput (a 400 for a request). For an origin in `allowed`
+ * (WEBHOOK_URL_ALLOWED_ORIGINS: local receivers, test rigs) only the scheme and host rules are waived.
  */
 export function webhookUrl(text: string, allowed?: ReadonlySet<string>): string {
   if (text.length > MAX_URL_LENGTH) throw refused(`longer than ${MAX_URL_LENGTH} characters`);
+  // The parser would write a lone surrogate as U+FFFD: another URL than the one sent.
+  if (!isWellFormed(text)) throw refused('must be well-formed Unicode');
   let url: URL;
   try {
     url = new URL(text);

@@ -1,0 +1,119 @@
+// The endpoint's deliveries: the table "Deliveries", newest first, with its Status and Event type
+// filters and Load more; while a delivery of the first page is pending, it looks again.
+import { useEffect, useState } from 'hono/jsx/dom';
+import { call, type Delivery, type EventType } from './api';
+import { paths } from './router';
+import { ErrorText, Link, Time, usePages } from './ui';
+
+const STATUSES = ['pending', 'succeeded', 'failed', 'cancelled'] as const;
+
+/** The latest attempt's outcome: its HTTP status, or the kind of error. */
+export const outcome = (status: number | null, error: string | null) =>
+  status !== null ? `HTTP ${status}` : error !== null ? error : '—';
+
+interface DeliveryPage {
+  deliveries: Delivery[];
+  next_cursor: string | null;
+}
+
+export function Deliveries({ id, version, catalog }: { id: string; version: number; catalog: EventType[] }) {
+  const [status, setStatus] = useState('');
+  const [type, setType] = useState('');
+  const [refresh, setRefresh] = useState(0);
+  const { rows, cursor, error, loaded, load } = usePages(async (from) => {
+    const page = await call<DeliveryPage>('GET', 'webhook/delivery', {
+      query: { webhook_id: id, status, type, cursor: from },
+    });
+    return { rows: page.deliveries, next: page.next_cursor };
+  });
+  useEffect(() => {
+    load(null);
+  }, [id, status, type, version, refresh]);
+  // While a delivery of the first page is pending, the page looks again every 2 seconds.
+  const pending = rows.some((r) => r.status === 'pending');
+  useEffect(() => {
+    if (!pending) return;
+    const timer = setTimeout(() => setRefresh((n) => n + 1), 2000);
+    return () => clearTimeout(timer);
+  }, [pending, rows]);
+
+  const types = [...new Set([...catalog.map((t) => t.type), ...rows.map((r) => r.type)])].sort();
+
+  return (
+    <section aria-labelledby="deliveries-title" class="panel">
+      <h2 id="deliveries-title">Deliveries</h2>
+      <div class="filters">
+        <label>
+          Status
+          <select onChange={(e: Event) => setStatus((e.target as HTMLSelectElement).value)}>
+            <option value="">All statuses</option>
+            {STATUSES.map((s) => (
+              <option value={s} selected={s === status}>
+                {s}
+              </option>
+            ))}
+          </select>
+        </label>
+        <label>
+          Event type
+          <select onChange={(e: Event) => setType((e.target as HTMLSelectElement).value)}>
+            <option value="">All event types</option>
+            {types.map((t) => (
+              <option value={t} selected={t === type}>
+                {t}
+              </option>
+            ))}
+          </select>
+        </label>
+        <button type="button" onClick={() => setRefresh((n) => n + 1)}>
+          Refresh
+        </button>
+      </div>
+      <ErrorText error={error} />
+      <div class="scroll">
+        <table aria-label="Deliveries">
+          <thead>
+            <tr>
+              <th scope="col">Created</th>
+              <th scope="col">Status</th>
+              <th scope="col">Event type</th>
+              <th scope="col">Event id</th>
+              <th scope="col">Attempts</th>
+              <th scope="col">Last result</th>
+            </tr>
+          </thead>
+          <tbody>
+            {rows.map((d) => (
+              <tr>
+                <td>
+                  <Link href={paths.delivery(id, d.delivery_id)}>
+                    <Time iso={d.created_at} />
+                  </Link>
+                </td>
+                <td>
+                  <span class={`badge ${d.status}`}>{d.status}</span>
+                </td>
+                <td>
+                  <code>{d.type}</code>
+                </td>
+                <td>
+                  <code>{d.event_id}</code>
+                </td>
+                <td>{d.attempts}</td>
+                <td>{outcome(d.last_status, d.last_error)}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </div>
+      {loaded && rows.length === 0 && error === null ? (
+        <p>{type === '' ? 'No deliveries.' : 'No deliveries of this type.'}</p>
+      ) : null}
+      {cursor !== null ? (
+        <button type="button" onClick={() => load(cursor)}>
+          Load more
+        </button>
+      ) : null}
+    </section>
+  );
+}

@@ -1,0 +1,36 @@
+// The endpoint's page, its head: the URL as the heading, and what the endpoint is.
+import type { Webhook } from './api';
+import { eventTypesText } from './endpoints';
+import { Heading, Time } from './ui';
+
+export function EndpointFacts({ webhook }: { webhook: Webhook }) {
+  return (
+    <>
+      <Heading>
+        <span class="url">{webhook.url}</span>
+      </Heading>
+      <dl class="facts">
+        <dt>Description</dt>
+        <dd>{webhook.description ?? '—'}</dd>
+        <dt>State</dt>
+        <dd>
+          <span class={webhook.is_enabled ? 'badge ok' : 'badge off'}>
+            {webhook.is_enabled ? 'Enabled' : 'Disabled'}
+          </span>
+        </dd>
+        <dt>Event types</dt>
+        <dd>{eventTypesText(webhook.event_types)}</dd>
+        <dt>Rate limit</dt>
+        <dd>{webhook.rate_limit == null ? 'The service’s own' : `${webhook.rate_limit} a second`}</dd>
+        <dt>Created</dt>
+        <dd>
+          <Time iso={webhook.created_at} />
+        </dd>
+        <dt>Endpoint id</dt>
+        <dd>
+          <code>{webhook.webhook_id}</code>
+        </dd>
+      </dl>
+    </>
+  );
+}

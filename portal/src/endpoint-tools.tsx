@@ -1,0 +1,78 @@
+// The endpoint's page, its two inline forms: sending a test event, and recovering failed deliveries.
+import { call, type EventType } from './api';
+import type { Act } from './endpoint-actions';
+
+/** A datetime-local value for `date` (the reader's time zone). */
+const localInput = (date: Date) => {
+  const shifted = new Date(date.getTime() - date.getTimezoneOffset() * 60_000);
+  return shifted.toISOString().slice(0, 16);
+};
+
+interface ToolProps {
+  id: string;
+  act: Act;
+  /** Called when new deliveries are on their way, so the deliveries and health are read again. */
+  sent: () => void;
+}
+
+/** Send test event, with the Test event type (webhook.test first, then the catalog's types). */
+export function TestEventForm({ id, act, sent, catalog }: ToolProps & { catalog: EventType[] }) {
+  const types = ['webhook.test', ...catalog.map((t) => t.type).filter((t) => t !== 'webhook.test')];
+  return (
+    <form
+      class="inline"
+      onSubmit={(e: Event) => {
+        e.preventDefault();
+        const type = String(new FormData(e.target as HTMLFormElement).get('type'));
+        act(async () => {
+          const done = await call<{ event_id: string; delivery_id: string }>('POST', 'webhook/test', {
+            body: { webhook_id: id, type },
+          });
+          sent();
+          return `Test event sent: ${done.event_id}.`;
+        });
+      }}
+    >
+      <label>
+        Test event type
+        <select name="type">
+          {types.map((t) => (
+            <option value={t}>{t}</option>
+          ))}
+        </select>
+      </label>
+      <button type="submit">Send test event</button>
+    </form>
+  );
+}
+
+/** Recover: Since (a day ago by default), and Recover failed deliveries. */
+export function RecoverForm({ id, act, sent }: ToolProps) {
+  return (
+    <form
+      class="inline"
+      onSubmit={(e: Event) => {
+        e.preventDefault();
+        const since = String(new FormData(e.target as HTMLFormElement).get('since'));
+        act(async () => {
+          const date = new Date(since);
+          if (Number.isNaN(date.getTime())) throw new Error('Since: choose a date and time.');
+          const done = await call<{ deliveries: number }>('POST', 'webhook/recover', {
+            body: { webhook_id: id, since: date.toISOString() },
+          });
+          sent();
+          return `Recovery started: ${done.deliveries} failed ${done.deliveries === 1 ? 'delivery' : 'deliveries'} will be attempted again.`;
+        });
+      }}
+    >
+      <fieldset>
+        <legend>Recover</legend>
+        <label>
+          Since
+          <input type="datetime-local" name="since" required value={localInput(new Date(Date.now() - 86_400_000))} />
+        </label>
+        <button type="submit">Recover failed deliveries</button>
+      </fieldset>
+    </form>
+  );
+}

@@ -1,0 +1,19 @@
+// What text we store may hold. Storage writes text as UTF-8, where a lone surrogate (a JSON string
+// may spell one: "\ud800") has no encoding and would become U+FFFD: a value other than the one
+// the client sent, and one character counted as another. Such text is refused, never repaired.
+
+// With the `u` flag a pair of surrogates is one code point: \p{Cs} matches only a lone one.
+const LONE_SURROGATE = /\p{Cs}/u;
+// C0 controls and DEL (U+0000-U+001F, U+007F), or a lone surrogate.
+// biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what it finds
+const CONTROL_OR_LONE_SURROGATE = /[\u0000-\u001f\u007f\p{Cs}]/u;
+
+/** Whether `text` is well-formed Unicode: no lone surrogate. */
+export const isWellFormed = (text: string) => !LONE_SURROGATE.test(text);
+
+/**
+ * Whether `text` can name an application (a token's application claim, an event's `app_id`): not
+ * empty, well-formed, and without control characters (U+0000-U+001F, U+007F), which would pass
+ * into log lines and the ids of objects as they are.
+ */
+export const isAppId = (text: string) => text !== '' && !CONTROL_OR_LONE_SURROGATE.test(text);
