@@ -1,8 +1,10 @@
 // Content filters through publishing: an event is delivered to a webhook whose event_types take
 // its type and whose filter matches its event object, as they stand when it is stored. Each
 // operator is checked by what the endpoints store after a publish, not only in the matcher.
+import { env, runInDurableObject } from 'cloudflare:test';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { applicationSql, deliverDue, deliveriesOfEvent, endpointSql } from './helpers/objects';
+import { countingDb } from './helpers/database';
+import { applicationOf, applicationSql, deliverDue, deliveriesOfEvent, endpointSql } from './helpers/objects';
 import { receiver } from './helpers/receiver';
 import { expectValue } from './helpers/replies';
 import { eventRequest, fetchAndWait, ORIGIN, PATH, postJson, registerWebhook } from './helpers/requests';
@@ -146,6 +148,32 @@ describe('publishing with filters', () => {
     expect(await receiversOf(await publish(app, 'NEW_NFT', { who: 'ann' }), [hook.id])).toEqual([]);
     await expectValue(await patch(app, { webhook_id: hook.id, filter: null }));
     expect(await receiversOf(await publish(app, 'NEW_NFT', { who: 'bob' }), [hook.id])).toEqual([hook.id]);
+  });
+
+  it('adds no D1 round trip: one read, with a filter and a value set of 100,000 values as without', async () => {
+    const app = freshApp();
+    receiver(() => new Response('ok'));
+    const hook = await registerWebhook(app, { filter: { 'data.owner': { $in_set: true }, 'data.n': { $gte: 1 } } });
+    await runInDurableObject(applicationOf(app), (_i, state) => {
+      state.storage.sql.exec(
+        `WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 100000)
+         INSERT INTO webhook_values (webhook_id, value) SELECT ?1, 'owner-' || i FROM n`,
+        hook.id,
+      );
+      state.storage.sql.exec('INSERT INTO value_counts (webhook_id, count) VALUES (?1, 100000)', hook.id);
+    });
+    const send = async (data: unknown) => {
+      const { db, calls } = countingDb(env.DB);
+      const res = await fetchAndWait(
+        { DB: db },
+        eventRequest({ app_id: app, type: 'NEW_NFT', data }, bearer(await platformToken())),
+      );
+      const eventId = (await expectValue<{ event_id: string }>(res, 202)).value.event_id;
+      return { calls: calls(), got: await receiversOf(eventId, [hook.id]) };
+    };
+    expect(await send({ owner: 'owner-99999', n: 2 })).toEqual({ calls: 1, got: [hook.id] });
+    expect(await send({ owner: 'owner-100001', n: 2 })).toEqual({ calls: 1, got: [] });
+    expect(await send({ owner: 'owner-5', n: 0 })).toEqual({ calls: 1, got: [] });
   });
 
   it('a batch is filtered event by event', async () => {
