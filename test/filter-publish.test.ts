@@ -5,6 +5,7 @@ import { env, runInDurableObject } from 'cloudflare:test';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { countingDb } from './helpers/database';
 import { applicationOf, applicationSql, deliverDue, deliveriesOfEvent, endpointSql } from './helpers/objects';
+import { consume, EVENTS_QUEUE } from './helpers/queues';
 import { receiver } from './helpers/receiver';
 import { expectValue } from './helpers/replies';
 import { eventRequest, fetchAndWait, ORIGIN, PATH, postJson, registerWebhook } from './helpers/requests';
@@ -174,6 +175,24 @@ describe('publishing with filters', () => {
     expect(await send({ owner: 'owner-99999', n: 2 })).toEqual({ calls: 1, got: [hook.id] });
     expect(await send({ owner: 'owner-100001', n: 2 })).toEqual({ calls: 1, got: [] });
     expect(await send({ owner: 'owner-5', n: 0 })).toEqual({ calls: 1, got: [] });
+  });
+
+  it('events from the queue are filtered the same way', async () => {
+    const app = freshApp();
+    receiver(() => new Response('ok'));
+    const hook = await registerWebhook(app, { filter: { 'data.price': { $gt: '1000000000000000000' } } });
+    const { result } = await consume(EVENTS_QUEUE, [
+      { app_id: app, type: 'NEW_NFT', data: { price: '1000000000000000001' }, id: 'q-above' },
+      { app_id: app, type: 'NEW_NFT', data: { price: '1000000000000000000' }, id: 'q-at' },
+    ]);
+    expect(result.explicitAcks).toHaveLength(2);
+    const events = await applicationSql<{ event_id: string; source_key: string }>(
+      app,
+      'SELECT event_id, source_key FROM events ORDER BY source_key',
+    );
+    expect(events.map((e) => e.source_key)).toEqual(['id:q-above', 'id:q-at']);
+    expect(await receiversOf(events[0]?.event_id as string, [hook.id])).toEqual([hook.id]);
+    expect(await receiversOf(events[1]?.event_id as string, [hook.id])).toEqual([]);
   });
 
   it('a batch is filtered event by event', async () => {

@@ -55,6 +55,19 @@ describe('filter on POST and PATCH', () => {
     expect(filterText(patched.text)).toBe(sent);
   });
 
+  it('a replay of a POST under its Idempotency-Key shows the filter exactly as first sent', async () => {
+    const app = freshApp();
+    const sent = '{"data.wei":{"$gte":"100000000000000000000"},"data.n":1.50,"data.m":1e3}';
+    const body = `{"url":"https://${app}.example.com/a","filter":${sent}}`;
+    const headers = { ...bearer(await tokenFor(app)), 'idempotency-key': 'filter-replay' };
+    const first = await expectValue(await post(body, headers), 201);
+    const replay = await post(body, headers);
+    expect(replay.headers.get('idempotent-replayed')).toBe('true');
+    const again = await expectValue(replay, 201);
+    expect(filterText(first.text)).toBe(sent);
+    expect(filterText(again.text)).toBe(sent);
+  });
+
   it('is null for a webhook without one, and for a webhook stored before filters', async () => {
     const app = freshApp();
     const { id } = await registerWebhook(app);

@@ -22,19 +22,30 @@ export function eventObject(event: EventToStore): FilterEvent {
 export const matchesHere = (sql: SqlStorage, webhookId: string, filter: Filter, event: FilterEvent) =>
   matches(filter, event, (value) => hasValue(sql, webhookId, value));
 
+/** Filters compiled, by their JSON text: a compiled filter is immutable, so publishes share it. */
+const cache = new Map<string, Filter | null>();
+const CACHE_MAX = 1000;
+
 /** A stored filter compiled; null when it no longer reads (never expected: it was checked when stored). */
 function compiled(webhookId: string, text: string): Filter | null {
+  const known = cache.get(text);
+  if (known !== undefined) return known;
+  let filter: Filter | null;
   try {
-    return parseFilter(JSON.parse(text));
+    filter = parseFilter(JSON.parse(text));
   } catch (err) {
     log('error', { msg: 'a stored filter does not read; delivering as without it', webhook_id: webhookId }, err);
-    return null;
+    filter = null;
   }
+  if (cache.size >= CACHE_MAX) cache.clear();
+  cache.set(text, filter);
+  return filter;
 }
 
 /**
  * `targets[i]` (the webhooks of `events[i]` by event types) narrowed to those whose filter matches
- * the event; a webhook without a filter keeps every event. Each filter is compiled once, each
+ * the event; a webhook without a filter keeps every event. Each filter is compiled once (and kept
+ * for the next publishes), each
  * event's data parsed at most once, and only when one of its webhooks has a filter.
  */
 export function filterTargets(
