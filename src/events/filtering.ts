@@ -45,8 +45,8 @@ function compiled(webhookId: string, text: string): Filter | null {
 /**
  * `targets[i]` (the webhooks of `events[i]` by event types) narrowed to those whose filter matches
  * the event; a webhook without a filter keeps every event. Each filter is compiled once (and kept
- * for the next publishes), each
- * event's data parsed at most once, and only when one of its webhooks has a filter.
+ * for the next publishes), each event's data parsed at most once, and only when one of its
+ * webhooks has a filter.
  */
 export function filterTargets(
   sql: SqlStorage,
