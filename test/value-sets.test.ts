@@ -82,6 +82,7 @@ describe('POST /v1.0/app/nft/webhook/values', () => {
       [{ webhook_id: id, add: [''] }, 'add.0 must be a string of 1 to 256 characters'],
       [{ webhook_id: id, remove: ['ok', 'x'.repeat(257)] }, 'remove.1 must be a string of 1 to 256 characters'],
       [{ webhook_id: id, add: [1] }, 'add.0 must be a string of 1 to 256 characters'],
+      [{ webhook_id: id, add: ['ok', '\ud800'] }, 'add.1 must be well-formed Unicode'],
       [
         {
           webhook_id: id,

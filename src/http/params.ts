@@ -150,7 +150,8 @@ export function valueCursorParam(query: URLSearchParams, prefix: string): string
 
 /**
  * A value set's `add` or `remove` field: absent (none), or an array of strings of 1 to 256
- * characters, each normalised as sets store it (addresses lower-cased); 400 otherwise.
+ * characters (UTF-16 code units, as the matcher counts them) and well-formed (stored text), each
+ * normalised as sets store it (addresses lower-cased); 400 otherwise.
  */
 export function setValuesField(value: unknown, name: string): string[] {
   if (value === undefined) return [];
@@ -159,6 +160,7 @@ export function setValuesField(value: unknown, name: string): string[] {
     if (typeof item !== 'string' || item.length === 0 || item.length > SET_VALUE_MAX_LENGTH) {
       throw badInput(`${name}.${i} must be a string of 1 to ${SET_VALUE_MAX_LENGTH} characters`);
     }
+    if (!isWellFormed(item)) throw badInput(`${name}.${i} must be well-formed Unicode`);
     return normaliseSetValue(item);
   });
 }
