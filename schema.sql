@@ -31,7 +31,10 @@ CREATE TABLE IF NOT EXISTS webhooks (
   description TEXT CHECK (description IS NULL OR length(description) <= 256),
   -- The most delivery attempts per second the application wants its endpoint sent (1-1,000), enforced
   -- by the endpoint's object together with ENDPOINT_RATE_LIMIT (the lower applies); NULL: no limit of its own.
-  rate_limit INTEGER CHECK (rate_limit IS NULL OR rate_limit BETWEEN 1 AND 1000)
+  rate_limit INTEGER CHECK (rate_limit IS NULL OR rate_limit BETWEEN 1 AND 1000),
+  -- Its content filter (docs/filters.md), the JSON text as sent; NULL: none, every event of its
+  -- types is delivered. Its value set lives in the application's Durable Object.
+  filter TEXT CHECK (filter IS NULL OR json_valid(filter))
 );
 
 -- Listing (keyset on the rowid within one application) and ownership checks.

@@ -28,8 +28,19 @@ export interface Webhook {
   description: string | null;
   /** Deliveries per second it wants at most (1 to 1,000; stored now, enforced by a later release); null: none. */
   rate_limit: number | null;
+  /** Its content filter (docs/filters.md), as it was sent; null: none, every event of its types. */
+  filter: Filter | null;
   created_at: string;
   updated_at: string;
+}
+
+/** A content filter: dotted paths and `$and`/`$or`/`$not` to conditions (docs/filters.md). */
+export type Filter = { [key: string]: unknown };
+
+/** An event as a filter sees it. */
+export interface FilterEvent {
+  type: string;
+  data: Record<string, unknown>;
 }
 
 /** What `updateWebhook` changes: only the fields given (null clears event_types, rate_limit, description). */
@@ -38,6 +49,8 @@ export interface WebhookChanges {
   eventTypes?: string[] | null;
   rateLimit?: number | null;
   description?: string | null;
+  /** null removes the filter. */
+  filter?: Filter | null;
 }
 
 /** Deliveries created in a window by their status now, and the attempts made in it. */
@@ -211,12 +224,14 @@ export class WebhookClient {
       eventTypes = null,
       description,
       rateLimit,
+      filter,
       idempotencyKey = crypto.randomUUID(),
     }: {
       enabled?: boolean;
       eventTypes?: string[] | null;
       description?: string | null;
       rateLimit?: number | null;
+      filter?: Filter | null;
       idempotencyKey?: string;
     } = {},
   ): Promise<CreatedWebhook> {
@@ -226,6 +241,7 @@ export class WebhookClient {
       event_types: eventTypes,
       description,
       rate_limit: rateLimit,
+      filter,
     });
     return (await this.#call('POST', PATH, body, { 'idempotency-key': idempotencyKey })) as CreatedWebhook;
   }
@@ -241,8 +257,52 @@ export class WebhookClient {
       event_types: changes.eventTypes,
       rate_limit: changes.rateLimit,
       description: changes.description,
+      filter: changes.filter,
     });
     return (await this.#call('PATCH', PATH, body)) as Webhook;
+  }
+
+  /**
+   * Adds and removes values of a webhook's value set (what its filter's `$in_set` looks up; at
+   * most 1,000 values a call); returns the set's size. Safe to retry: adding a present value or
+   * removing an absent one changes nothing.
+   */
+  async changeValues(webhookId: WebhookId, { add, remove }: { add?: string[]; remove?: string[] }): Promise<number> {
+    const body = JSON.stringify({ webhook_id: idText(webhookId), add, remove });
+    return ((await this.#call('POST', `${PATH}/values`, body)) as { count: number }).count;
+  }
+
+  /** Every value of a webhook's value set, in order, page after page. */
+  async *values(webhookId: WebhookId, options: { limit?: number } = {}): AsyncGenerator<string> {
+    let cursor: string | undefined;
+    do {
+      const query = new URLSearchParams({ webhook_id: idText(webhookId) });
+      if (options.limit !== undefined) query.set('limit', String(options.limit));
+      if (cursor !== undefined) query.set('cursor', cursor);
+      const page = (await this.#call('GET', `${PATH}/values?${query}`)) as {
+        values: string[];
+        next_cursor: string | null;
+      };
+      yield* page.values;
+      cursor = page.next_cursor ?? undefined;
+    } while (cursor !== undefined);
+  }
+
+  /**
+   * Whether `event` matches `filter` (when given; null: no filter) or else the webhook's own, with
+   * the webhook's value set. Nothing is stored or sent.
+   */
+  async testFilter({
+    filter,
+    webhookId,
+    event,
+  }: {
+    filter?: Filter | null;
+    webhookId?: WebhookId;
+    event: FilterEvent;
+  }): Promise<boolean> {
+    const body = JSON.stringify({ filter, webhook_id: webhookId === undefined ? undefined : idText(webhookId), event });
+    return ((await this.#call('POST', `${PATH}/filter/test`, body)) as { matches: boolean }).matches;
   }
 
   /** A webhook's health: deliveries and attempts of the last 24 hours and 7 days, and hour by hour. */

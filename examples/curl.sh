@@ -37,6 +37,19 @@ echo
 curl -sS -i "$BASE_URL/v1.0/app/nft/event-types" -H "Authorization: Bearer $TOKEN"
 echo
 
+echo "# A content filter: only events whose token_id is in its value set; two values added, the set paged, the filter tried"
+curl -sS -i -X PATCH "$URL" -H "Authorization: Bearer $TOKEN" -H 'Content-Type: application/json' \
+  -d "{\"webhook_id\": $ID, \"filter\": {\"data.token_id\": {\"\$in_set\": true}}}"
+echo
+curl -sS -i -X POST "$URL/values" -H "Authorization: Bearer $TOKEN" -H 'Content-Type: application/json' \
+  -d "{\"webhook_id\": $ID, \"add\": [\"42\", \"43\"]}"
+echo
+curl -sS -i "$URL/values?webhook_id=$ID&limit=10" -H "Authorization: Bearer $TOKEN"
+echo
+curl -sS -i -X POST "$URL/filter/test" -H "Authorization: Bearer $TOKEN" -H 'Content-Type: application/json' \
+  -d "{\"webhook_id\": $ID, \"event\": {\"type\": \"NEW_NFT\", \"data\": {\"token_id\": \"42\"}}}"
+echo
+
 echo "# Its signing secret, then a new one (for 24 hours the previous one signs too)"
 curl -sS -i "$URL/secret?webhook_id=$ID" -H "Authorization: Bearer $TOKEN"
 echo

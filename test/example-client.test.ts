@@ -252,3 +252,29 @@ describe('examples/client.ts: the portal operations', () => {
     expect(limitedCalls).toBe(3);
   });
 });
+
+describe('examples/client.ts: filters and value sets', () => {
+  it('creates and changes a filter, adds, removes and pages values, and tries filters', async () => {
+    const app = 'client-filters';
+    const { api } = await client(app);
+    const filter = { 'data.owner': { $in_set: true } };
+    const hook = await api.createWebhook('https://client-filters.example.com/hook', { filter });
+    expect(hook.filter).toEqual(filter);
+    const owners = ['0x52908400098527886E0F7030069857D2E4169EE7', 'player-1', 'player-2'];
+    expect(await api.changeValues(hook.webhook_id, { add: owners })).toBe(3);
+    expect(await api.changeValues(BigInt(hook.webhook_id), { remove: ['player-2'] })).toBe(2);
+    const values: string[] = [];
+    for await (const value of api.values(hook.webhook_id, { limit: 1 })) values.push(value);
+    expect(values).toEqual(['0x52908400098527886e0f7030069857d2e4169ee7', 'player-1']);
+    const event = { type: 'NEW_NFT', data: { owner: '0x52908400098527886e0f7030069857d2e4169ee7' } };
+    expect(await api.testFilter({ webhookId: hook.webhook_id, event })).toBe(true);
+    expect(await api.testFilter({ filter: { 'data.owner': 'someone' }, event })).toBe(false);
+    const changed = await api.updateWebhook(hook.webhook_id, { filter: null });
+    expect(changed.filter).toBeNull();
+    expect((await api.getWebhook(hook.webhook_id)).filter).toBeNull();
+    await expect(api.changeValues(hook.webhook_id, { add: [''] })).rejects.toMatchObject({
+      status: 400,
+      code: 64062,
+    });
+  });
+});

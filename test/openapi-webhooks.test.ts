@@ -11,7 +11,7 @@ import {
   putRequest,
 } from './helpers/openapi';
 import { expectValue, SECRET, type Webhook } from './helpers/replies';
-import { fetchWith, MAX_BODY_BYTES, PATH, URL_ } from './helpers/requests';
+import { fetchWith, MAX_BODY_BYTES, MAX_WEBHOOK_BODY_BYTES, PATH, URL_ } from './helpers/requests';
 import { bearer, tokenFor } from './helpers/tokens';
 
 afterEach(() => {
@@ -65,7 +65,7 @@ describe('docs/openapi.json: every reply of each webhook operation, its status, 
       ['400', () => fetchWith({}, postRequest(bearer(token), JSON.stringify({ url: 'https://localhost/' })))],
       ['401', () => fetchWith({}, postRequest({}, hook('x')))],
       ['409', () => fetchWith({}, postRequest(bearer(token), hook('doc')))],
-      ['413', () => fetchWith({}, postRequest(bearer(token), `{"pad":"${'x'.repeat(MAX_BODY_BYTES)}"}`))],
+      ['413', () => fetchWith({}, postRequest(bearer(token), `{"pad":"${'x'.repeat(MAX_WEBHOOK_BODY_BYTES)}"}`))],
       ['415', () => fetchWith({}, postRequest(bearer(token), hook('x'), 'text/plain'))],
       ['422', () => fetchWith({}, postRequest(keyed, hook('other')))],
       ['429', () => fetchWith(limited, postRequest(bearer(token), hook('x')))],
@@ -233,6 +233,7 @@ describe('docs/openapi.json: the fields of a webhook', () => {
       'event_types',
       'description',
       'rate_limit',
+      'filter',
       'created_at',
       'updated_at',
     ]);

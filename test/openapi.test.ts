@@ -4,6 +4,7 @@ import { SELF } from 'cloudflare:test';
 import { describe, expect, it } from 'vitest';
 import { DELIVERY_PATH, RECOVER_PATH, RESEND_PATH, STATS_PATH, TEST_EVENT_PATH } from '../src/deliveries/routes';
 import { EVENT_PATH, EVENT_TYPES_PATH, EVENTS_PATH } from '../src/events/routes';
+import { FILTER_TEST_PATH, VALUES_PATH } from '../src/filters/routes';
 import { Code, envelope } from '../src/http/envelope';
 import { allowedMethods, operationCode } from '../src/http/operations';
 import { SECRET_PATH } from '../src/webhooks/routes';
@@ -45,6 +46,8 @@ describe('docs/openapi.json', () => {
       STATS_PATH,
       RESEND_PATH,
       EVENT_TYPES_PATH,
+      VALUES_PATH,
+      FILTER_TEST_PATH,
     ]);
     for (const [path, methods] of Object.entries(paths)) {
       expect(documentedMethods(path), path).toBe(allowedMethods(path));

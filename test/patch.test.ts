@@ -51,6 +51,7 @@ describe('PATCH /v1.0/app/nft/webhook', () => {
         'created_at',
         'description',
         'event_types',
+        'filter',
         'is_enabled',
         'rate_limit',
         'updated_at',
@@ -209,7 +210,7 @@ describe('PATCH /v1.0/app/nft/webhook', () => {
     const token = bearer(await tokenFor(app));
     const before = await snapshot();
     await expectUpdateFail(await patch({ webhook_id: id, description: 'x' }, token, 'text/plain'), 415);
-    await expectUpdateFail(await patch({ webhook_id: id, description: 'x'.repeat(9000) }, token), 413);
+    await expectUpdateFail(await patch({ webhook_id: id, description: 'x'.repeat(17000) }, token), 413);
     expect(await snapshot()).toEqual(before);
   });
 

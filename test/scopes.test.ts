@@ -35,6 +35,7 @@ const writing = (id: string, deliveryId: string) =>
     ['POST', `${PATH}/secret`, { webhook_id: id }, 64065],
     ['POST', `${PATH}/recover`, { webhook_id: id, since: new Date(Date.now() - 3_600_000).toISOString() }, 64064],
     ['POST', `${PATH}/delivery/resend`, { delivery_id: deliveryId }, 64064],
+    ['POST', `${PATH}/values`, { webhook_id: id, add: ['x'] }, 64062],
   ] as const;
 
 /** The read operations (a signing secret aside). */
@@ -44,6 +45,7 @@ const reading = (id: string, deliveryId: string) => [
   [`${PATH}/delivery?webhook_id=${id}`, 64060],
   [`${PATH}/delivery?delivery_id=${deliveryId}`, 64060],
   [`${PATH}/stats?webhook_id=${id}`, 64060],
+  [`${PATH}/values?webhook_id=${id}`, 64060],
   ['/v1.0/app/nft/event-types', 64060],
 ];
 
@@ -196,7 +198,7 @@ describe('tokens that may write', () => {
       statuses.push(res.status);
     }
     // POST 201, PUT (disables) 200, PATCH 200, the secret 200, DELETE 200; then the webhook is gone: 404 for the rest.
-    expect(statuses).toEqual([201, 200, 200, 200, 200, 404, 404, 404, 404]);
+    expect(statuses).toEqual([201, 200, 200, 200, 200, 404, 404, 404, 404, 404]);
   });
 
   it('a token without scopes changes a webhook as before (PATCH, test, resend on an enabled webhook)', async () => {

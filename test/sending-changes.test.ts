@@ -127,6 +127,8 @@ describe('a change told to the endpoint stops or changes a pass already under wa
       const { sql } = state.storage;
       // At version 1, the release before's tables.
       sql.exec('DROP TABLE endpoints');
+      sql.exec('DROP TABLE webhook_values');
+      sql.exec('DROP TABLE value_counts');
       sql.exec('DELETE FROM schema_version');
       sql.exec('INSERT INTO schema_version (version) VALUES (1)');
       sql.exec(`INSERT INTO deliveries (delivery_id, webhook_id, created_at) VALUES

@@ -42,6 +42,7 @@ describe('GET /v1.0/app/nft/webhook?webhook_id=N', () => {
       event_types: null,
       description: null,
       rate_limit: null,
+      filter: null,
       created_at: row?.created_at,
       updated_at: row?.updated_at,
     });

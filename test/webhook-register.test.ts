@@ -5,7 +5,7 @@ import worker from '../src/index';
 import { createWebhook } from '../src/webhooks/store/registration';
 import { auditRows, countingDb, faultyDb, insertWebhook, snapshot, webhookRow, webhooksOf } from './helpers/database';
 import { expectCreateFail, expectValue, type Webhook } from './helpers/replies';
-import { del, fetchWith, MAX_BODY_BYTES, post, postRequest, URL_ } from './helpers/requests';
+import { del, fetchWith, MAX_BODY_BYTES, MAX_WEBHOOK_BODY_BYTES, post, postRequest, URL_ } from './helpers/requests';
 import { auth, bearer, freshApp, tokenFor } from './helpers/tokens';
 
 /** The body limit the docs promise (8 KiB). */
@@ -35,6 +35,7 @@ describe('POST /v1.0/app/nft/webhook', () => {
       event_types: null,
       description: null,
       rate_limit: null,
+      filter: null,
       created_at: expect.stringMatching(ISO_UTC),
       updated_at: value.created_at,
       secret: expect.stringMatching(/^whsec_[A-Za-z0-9+/]{43}=$/),
@@ -60,7 +61,7 @@ describe('POST /v1.0/app/nft/webhook', () => {
       actor_jti: 'j-1',
       request_id: 'req-create-1',
     });
-    expect(JSON.parse(audit[0]!.row_before)).toEqual({ ...row, webhook_id: Number(id) });
+    expect(JSON.parse(audit[0]!.row_before)).toEqual({ ...row, webhook_id: Number(id), filter: null });
   });
 
   it('registers a disabled webhook when is_enabled is false, and ignores unknown fields', async () => {
@@ -287,7 +288,7 @@ describe('POST /v1.0/app/nft/webhook', () => {
       body: '{"url":"https://hooks.example.com/"}',
     });
     await expectCreateFail(plain, 415);
-    const big = JSON.stringify({ url: 'https://hooks.example.com/', pad: 'x'.repeat(MAX_BODY_BYTES) });
+    const big = JSON.stringify({ url: 'https://hooks.example.com/', pad: 'x'.repeat(MAX_WEBHOOK_BODY_BYTES) });
     await expectCreateFail(await post(big, headers), 413);
     expect(await snapshot()).toEqual(before);
   });

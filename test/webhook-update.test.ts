@@ -30,7 +30,7 @@ describe('PUT /v1.0/app/nft/webhook', () => {
       actor_jti: 'jti-7',
       request_id: 'req-put-1',
     });
-    expect(JSON.parse(audit[0]!.row_before)).toEqual({ ...before, webhook_id: Number(id) });
+    expect(JSON.parse(audit[0]!.row_before)).toEqual({ ...before, webhook_id: Number(id), filter: null });
   });
 
   it('enables a disabled webhook', async () => {

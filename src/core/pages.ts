@@ -47,3 +47,32 @@ export function pageOf<T>(rows: T[], limit: number, idOf: (row: T) => string, pr
   const shown = rows.slice(0, limit);
   return { rows: shown, next: encodeCursor(idOf(shown[limit - 1] as T), prefix) };
 }
+
+/** A value set's cursors: they continue after a value (a string), not an id. */
+export const VALUE_CURSOR = 'v1:';
+
+const base64url = (bytes: Uint8Array) =>
+  btoa(String.fromCharCode(...bytes))
+    .replace(/\+/g, '-')
+    .replace(/\//g, '_')
+    .replace(/=+$/, '');
+
+/** The cursor that continues a list of strings after `value`: its UTF-8, base64url-encoded. */
+export const encodeValueCursor = (value: string, prefix: string) => base64url(new TextEncoder().encode(prefix + value));
+
+/** The string a value cursor continues after, or null when `text` is not one issued for that list. */
+export function parseValueCursor(text: string, prefix: string): string | null {
+  if (text.length === 0 || text.length > 2048 || !/^[A-Za-z0-9_-]+$/.test(text)) return null;
+  let decoded: string;
+  try {
+    const binary = atob(text.replace(/-/g, '+').replace(/_/g, '/'));
+    decoded = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true }).decode(
+      Uint8Array.from(binary, (ch) => ch.charCodeAt(0)),
+    );
+  } catch {
+    return null;
+  }
+  if (!decoded.startsWith(prefix) || decoded.length === prefix.length) return null;
+  const value = decoded.slice(prefix.length);
+  return encodeValueCursor(value, prefix) === text ? value : null;
+}

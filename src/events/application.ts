@@ -6,14 +6,34 @@
 import { DurableObject } from 'cloudflare:workers';
 import { groupBy } from '../core/batches';
 import { deliveryConfig } from '../core/delivery-settings';
+import type { FilterEvent } from '../core/filter/match';
+import { parseFilter } from '../core/filter/parse';
+import { SET_MAX_VALUES } from '../core/filter/values';
 import { log } from '../core/log';
 import { lastStart, newSchedule, type SendSchedule, takeSlots } from '../core/send-rate';
 import { startWithSchema } from '../platform/object-schema';
+import { type Filters, filterTargets, matchesHere } from './filtering';
 import { holdsDeliveries, rememberEndpoints } from './store/endpoints';
 import { type EventToStore, insertEvents, type StoredEvent, webhookOf } from './store/events';
 import { handedOver, outbox, outboxEmpty } from './store/outbox';
 import { oldestEvent, purgeEvents } from './store/retention';
 import { APPLICATION_SCHEMA } from './store/schema';
+import { changeValues, countValues, dropValues, pageValues } from './store/values';
+
+/** What a value set's change did: its size after; `full`: it would pass SET_MAX_VALUES, nothing changed. */
+export interface ValuesChange {
+  count: number;
+  full: boolean;
+}
+
+/** A page of a value set: its values in order, and its size. */
+export interface ValuesPage {
+  values: string[];
+  count: number;
+}
+
+/** Thrown in a value set's transaction to roll it back. */
+class SetFull extends Error {}
 
 /** How soon the alarm tries again a handover that failed (or never finished). */
 const HANDOVER_RETRY_MS = 5_000;
@@ -37,17 +57,21 @@ export class Application extends DurableObject<CloudflareBindings> {
   }
 
   /**
-   * Stores the events (all or nothing), each with a delivery to every webhook of `targets[i]`,
-   * and hands the deliveries to their endpoints before answering. Returns each event's id (an
-   * earlier one's for an id or source key published before) and the deliveries made now.
+   * Stores the events (all or nothing), each with a delivery to every webhook of `targets[i]`
+   * whose filter (in `filters`; none: every event) matches it, and hands the deliveries to their
+   * endpoints before answering. Returns each event's id (an earlier one's for an id or source key
+   * published before) and the deliveries made now.
    */
-  async publish(events: EventToStore[], targets: string[][]): Promise<StoredEvent[]> {
+  async publish(events: EventToStore[], targets: string[][], filters: Filters = {}): Promise<StoredEvent[]> {
     // The alarm is set before the write: should the handover below never finish, it does it.
     const alarm = await this.ctx.storage.getAlarm();
     if (alarm === null || alarm > Date.now() + HANDOVER_RETRY_MS) {
       await this.ctx.storage.setAlarm(Date.now() + HANDOVER_RETRY_MS);
     }
-    const stored = this.ctx.storage.transactionSync(() => insertEvents(this.ctx.storage.sql, events, targets));
+    const sql = this.ctx.storage.sql;
+    const stored = this.ctx.storage.transactionSync(() =>
+      insertEvents(sql, events, filterTargets(sql, events, targets, filters)),
+    );
     // Its own events only: those of publishes under way are theirs to hand over.
     const made = stored.filter((s) => s.deliveryIds.length > 0).map((s) => s.eventId);
     if (made.length > 0) await this.handOver(made);
@@ -62,9 +86,14 @@ export class Application extends DurableObject<CloudflareBindings> {
   /**
    * Webhook `webhookId` changed in D1 in a way that stops or changes its sending: its endpoint's
    * object is told (and waited for) when this application ever handed it a delivery; one that
-   * never had one has nothing to stop, and is not woken (or made) for it.
+   * never had one has nothing to stop, and is not woken (or made) for it. A deleted webhook's value
+   * set goes with it, here, in the same call.
    */
-  async webhookChanged(webhookId: string): Promise<void> {
+  async webhookChanged(webhookId: string, deleted = false): Promise<void> {
+    if (deleted) {
+      const rows = this.ctx.storage.transactionSync(() => dropValues(this.ctx.storage.sql, webhookId));
+      if (rows > 0) log('info', { msg: 'value set deleted with its webhook', webhook_id: webhookId, rows });
+    }
     if (holdsDeliveries(this.ctx.storage.sql, webhookId))
       await this.env.ENDPOINTS.getByName(webhookId).webhookChanged();
   }
@@ -86,6 +115,35 @@ export class Application extends DurableObject<CloudflareBindings> {
       this.hosts.set(host, schedule);
     }
     return takeSlots(schedule, wanted, rate, now);
+  }
+
+  /**
+   * Adds and removes values of the webhook's set (normalised by the caller), all or nothing: past
+   * SET_MAX_VALUES nothing changes.
+   */
+  changeValues(webhookId: string, add: string[], remove: string[]): ValuesChange {
+    const storage = this.ctx.storage;
+    try {
+      return storage.transactionSync(() => {
+        const count = changeValues(storage.sql, webhookId, add, remove);
+        if (count > SET_MAX_VALUES) throw new SetFull();
+        return { count, full: false };
+      });
+    } catch (err) {
+      if (err instanceof SetFull) return { count: countValues(storage.sql, webhookId), full: true };
+      throw err;
+    }
+  }
+
+  /** A page of the webhook's value set after `after` (in order), with its size. */
+  values(webhookId: string, after: string | undefined, limit: number): ValuesPage {
+    const sql = this.ctx.storage.sql;
+    return { values: pageValues(sql, webhookId, after, limit), count: countValues(sql, webhookId) };
+  }
+
+  /** Whether the event matches the filter (JSON text, checked) with the webhook's value set. */
+  tryFilter(webhookId: string, filter: string, event: FilterEvent): boolean {
+    return matchesHere(this.ctx.storage.sql, webhookId, parseFilter(JSON.parse(filter)), event);
   }
 
   override async alarm(): Promise<void> {

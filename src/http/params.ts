@@ -1,10 +1,12 @@
 // One parser per kind of request input, each a pure function: text in, a checked value out (or
 // null, or a 400 failure). Every route that reads a kind of input reads it here.
 import { MAX_ENDPOINT_RATE } from '../core/delivery-settings';
+import { FILTER_MAX_BYTES, parseFilter } from '../core/filter/parse';
+import { normaliseSetValue, SET_VALUE_MAX_LENGTH } from '../core/filter/values';
 import { digitsOnly, idRange, parseId } from '../core/int64';
-import { parseCursor } from '../core/pages';
+import { parseCursor, parseValueCursor } from '../core/pages';
 import { isWellFormed } from '../core/text';
-import { NumberText } from './body';
+import { MAX_BODY_BYTES, NumberText, parseJsonText } from './body';
 import { badInput } from './envelope';
 import { withoutOws } from './headers';
 
@@ -118,4 +120,47 @@ export function rateLimitField(value: unknown): number | null {
     throw badInput(`rate_limit must be null or a whole number from 1 to ${MAX_ENDPOINT_RATE}`);
   }
   return value;
+}
+
+/** The most bytes of a webhook's POST or PATCH body: room for a filter of its most bytes besides the rest. */
+export const MAX_WEBHOOK_BODY_BYTES = MAX_BODY_BYTES + FILTER_MAX_BYTES;
+
+/**
+ * A filter as a request sends it (`name` is what refusals call it): null (no filter), or a filter
+ * object that follows the grammar, as its JSON text with every number written as it was sent (read
+ * again from the body's `bytes`, a JSON object with the filter at `name`). An invalid filter is 400
+ * naming the key (`filter.$or.1.data.price.$gte: must be ...`).
+ */
+export function filterField(value: unknown, bytes: Uint8Array, name = 'filter'): string | null {
+  if (value === null) return null;
+  // InvalidFilter is an InvalidInput: the reply is 400 with the key named.
+  parseFilter(value, name);
+  const exact = parseJsonText(new TextDecoder().decode(bytes), true) as Record<string, unknown>;
+  return JSON.stringify(exact[name]);
+}
+
+/** The `cursor` query parameter of a list of strings (a value set), at most once: the value it continues after. */
+export function valueCursorParam(query: URLSearchParams, prefix: string): string | undefined {
+  const text = single(query, 'cursor');
+  if (text === undefined) return undefined;
+  const value = parseValueCursor(text, prefix);
+  if (value === null) throw badInput('cursor is not a next_cursor this API issued');
+  return value;
+}
+
+/**
+ * A value set's `add` or `remove` field: absent (none), or an array of strings of 1 to 256
+ * characters (UTF-16 code units, as the matcher counts them) and well-formed (stored text), each
+ * normalised as sets store it (addresses lower-cased); 400 otherwise.
+ */
+export function setValuesField(value: unknown, name: string): string[] {
+  if (value === undefined) return [];
+  if (!Array.isArray(value)) throw badInput(`${name} must be an array of strings`);
+  return value.map((item, i) => {
+    if (typeof item !== 'string' || item.length === 0 || item.length > SET_VALUE_MAX_LENGTH) {
+      throw badInput(`${name}.${i} must be a string of 1 to ${SET_VALUE_MAX_LENGTH} characters`);
+    }
+    if (!isWellFormed(item)) throw badInput(`${name}.${i} must be well-formed Unicode`);
+    return normaliseSetValue(item);
+  });
 }

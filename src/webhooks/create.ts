@@ -4,7 +4,13 @@ import { wholeNumber } from '../core/settings';
 import type { AppEnv } from '../http/app-env';
 import { jsonObject, readJsonBody } from '../http/body';
 import { ApiFailure, badInput, conflict, success } from '../http/envelope';
-import { descriptionField, parseIdempotencyKey, rateLimitField } from '../http/params';
+import {
+  descriptionField,
+  filterField,
+  MAX_WEBHOOK_BODY_BYTES,
+  parseIdempotencyKey,
+  rateLimitField,
+} from '../http/params';
 import { withD1 } from '../http/storage';
 import { actorOf } from './actor';
 import { createdWebhookJson } from './representation';
@@ -48,11 +54,24 @@ export interface WebhookRegistration {
   eventTypes: string | null;
   description: string | null;
   rateLimit: number | null;
+  /** The filter's JSON text as sent; null: none. */
+  filter: string | null;
 }
 
 /** POST's input. Unknown fields are ignored. `allowed`: origins exempt from the URL's scheme and host rules. */
-export function webhookRegistration(body: unknown, allowed?: ReadonlySet<string>): WebhookRegistration {
-  const { url, is_enabled: enabled = true, event_types, description = null, rate_limit = null } = jsonObject(body);
+export function webhookRegistration(
+  body: unknown,
+  allowed?: ReadonlySet<string>,
+  bytes: Uint8Array = new Uint8Array(),
+): WebhookRegistration {
+  const {
+    url,
+    is_enabled: enabled = true,
+    event_types,
+    description = null,
+    rate_limit = null,
+    filter = null,
+  } = jsonObject(body);
   if (url === undefined) throw badInput('url is required');
   if (typeof url !== 'string') throw badInput('url must be a string');
   if (typeof enabled !== 'boolean') throw badInput('is_enabled must be true or false');
@@ -62,6 +81,7 @@ export function webhookRegistration(body: unknown, allowed?: ReadonlySet<string>
     eventTypes: eventTypes(event_types),
     description: descriptionField(description),
     rateLimit: rateLimitField(rate_limit),
+    filter: filterField(filter, bytes),
   };
 }
 
@@ -100,8 +120,8 @@ export async function registerWebhook(c: Context<AppEnv>): Promise<Response> {
   const cap = webhooksPerApp(c.env);
   const allowed = allowedOrigins(c.env);
   const key = idempotencyKey(c.req.header('idempotency-key'));
-  const { bytes, value } = await readJsonBody(c.req.raw);
-  const registration = webhookRegistration(value, allowed);
+  const { bytes, value } = await readJsonBody(c.req.raw, { maxBytes: MAX_WEBHOOK_BODY_BYTES });
+  const registration = webhookRegistration(value, allowed, bytes);
   const idempotency = key === undefined ? undefined : { key, hash: await bodyHash(bytes) };
   // One id and one secret for this request's write, the same in every retry of its batch.
   const writeId = crypto.randomUUID();

@@ -2,21 +2,24 @@
 // signing secret rotated) is told to the webhook's endpoint object once D1 has it, before the
 // operation answers: a pass under way reads the webhook again before its next attempt starts. The
 // application's object relays it, only to an endpoint it ever handed a delivery to: an endpoint
-// object is not made just to be told (a fresh object costs more than the operation itself).
+// object is not made just to be told (a fresh object costs more than the operation itself). A
+// deletion also deletes the webhook's value set there, in the same call.
 import type { Context } from 'hono';
 import { log } from '../core/log';
 import type { AppEnv } from '../http/app-env';
 import { requestId } from '../http/envelope';
 
 /**
- * Tells webhook `webhookId`'s endpoint object that the webhook changed. Never fails the
- * operation, whose reply stays as it is: should the object not hear it, the change still holds
- * from its next pass on, which reads the webhook from D1 (logged).
+ * Tells webhook `webhookId`'s endpoint object that the webhook changed (`deleted`: and drops its
+ * value set). Never fails the operation, whose reply stays as it is: should the object not hear
+ * it, the change still holds from the endpoint's next pass on, which reads the webhook from D1,
+ * and a deleted webhook's set stays behind unread (its id is never given again, and only an
+ * existing webhook's set is read); a log line says so.
  */
-export async function tellEndpoint(c: Context<AppEnv>, webhookId: string): Promise<void> {
+export async function tellEndpoint(c: Context<AppEnv>, webhookId: string, deleted = false): Promise<void> {
   try {
     // Through the application's object, which knows whether the endpoint ever had a delivery.
-    await c.env.APPLICATIONS.getByName(c.get('appId')).webhookChanged(webhookId);
+    await c.env.APPLICATIONS.getByName(c.get('appId')).webhookChanged(webhookId, deleted);
   } catch (err) {
     log(
       'warn',

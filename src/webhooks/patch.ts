@@ -2,7 +2,7 @@ import type { Context } from 'hono';
 import type { AppEnv } from '../http/app-env';
 import { jsonObject, readJsonBody } from '../http/body';
 import { badInput, conflict, notFound, success } from '../http/envelope';
-import { descriptionField, idField, rateLimitField } from '../http/params';
+import { descriptionField, filterField, idField, MAX_WEBHOOK_BODY_BYTES, rateLimitField } from '../http/params';
 import { withD1 } from '../http/storage';
 import { actorOf } from './actor';
 import { eventTypes } from './create';
@@ -13,10 +13,14 @@ import { allowedOrigins, webhookUrl } from './url';
 
 /**
  * PATCH's input: int64 `webhook_id`, and each of `url` (POST's rules), `event_types` (null: every
- * type), `rate_limit` (1 to 1,000 or null) and `description` (at most 256 characters or null)
- * only when the body has it. Other fields are ignored.
+ * type), `rate_limit` (1 to 1,000 or null), `description` (at most 256 characters or null) and
+ * `filter` (a filter object or null) only when the body has it. Other fields are ignored.
  */
-export function webhookPatch(body: unknown, allowed?: ReadonlySet<string>): { webhookId: string; patch: WebhookPatch } {
+export function webhookPatch(
+  body: unknown,
+  allowed?: ReadonlySet<string>,
+  bytes: Uint8Array = new Uint8Array(),
+): { webhookId: string; patch: WebhookPatch } {
   const fields = jsonObject(body);
   const webhookId = idField(fields.webhook_id);
   const patch: WebhookPatch = {};
@@ -27,6 +31,7 @@ export function webhookPatch(body: unknown, allowed?: ReadonlySet<string>): { we
   if (Object.hasOwn(fields, 'event_types')) patch.eventTypes = eventTypes(fields.event_types);
   if (Object.hasOwn(fields, 'rate_limit')) patch.rateLimit = rateLimitField(fields.rate_limit);
   if (Object.hasOwn(fields, 'description')) patch.description = descriptionField(fields.description);
+  if (Object.hasOwn(fields, 'filter')) patch.filter = filterField(fields.filter, bytes);
   return { webhookId, patch };
 }
 
@@ -36,7 +41,8 @@ export function webhookPatch(body: unknown, allowed?: ReadonlySet<string>): { we
  */
 export async function editWebhook(c: Context<AppEnv>): Promise<Response> {
   const allowed = allowedOrigins(c.env);
-  const { webhookId, patch } = webhookPatch((await readJsonBody(c.req.raw)).value, allowed);
+  const { bytes, value } = await readJsonBody(c.req.raw, { maxBytes: MAX_WEBHOOK_BODY_BYTES });
+  const { webhookId, patch } = webhookPatch(value, allowed, bytes);
   c.set('webhookId', webhookId);
   const result = await withD1(c, 'first-primary', (db) => patchWebhook(db, webhookId, patch, actorOf(c)));
   if (result.outcome === 'missing') throw notFound();

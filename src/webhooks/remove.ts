@@ -12,6 +12,6 @@ export async function removeWebhook(c: Context<AppEnv>): Promise<Response> {
   const webhookId = idParam(queryOf(c.req.url));
   c.set('webhookId', webhookId);
   if (!(await withD1(c, 'first-primary', (db) => deleteWebhook(db, webhookId, actorOf(c))))) throw notFound();
-  await tellEndpoint(c, webhookId);
+  await tellEndpoint(c, webhookId, true);
   return success(c);
 }

@@ -223,6 +223,11 @@ describe('examples/curl.sh', () => {
     const deletes = reply('Delete it, then repeat the delete').match(/^HTTP\/1\.1 200 OK/gm);
     expect(deletes).toHaveLength(2);
     expect(reply('Its delivery log')).toMatch(/^HTTP\/1\.1 202 Accepted/m);
+    const filter = reply('A content filter');
+    expect(filter).toContain('"filter":{"data.token_id":{"$in_set":true}}');
+    expect(filter).toMatch(/"value":\{"webhook_id":\d+,"count":2\}/);
+    expect(filter).toContain('"values":["42","43"],"count":2,"next_cursor":null');
+    expect(filter).toContain('"value":{"matches":true}');
     expect(run.stdout).not.toMatch(/^HTTP\/1\.1 [45]\d\d/m);
   });
 });

@@ -6,6 +6,7 @@
 //   auth/       the bearer token
 //   webhooks/   the webhook operations, their store, URL rules and signing secrets
 //   events/     events in: publishing, the events queue, the fan-out, the Application object
+//   filters/    content filters' value sets and trials, at the Application object
 //   deliveries/ from an event to the receivers: the Endpoint object, attempts, the log, recovery
 //   portal/     serving the application portal's static files with their security headers
 //   src/*.ts    the app, the Cron Trigger, the Worker's entry point
@@ -15,7 +16,7 @@ import { dirname, join, relative, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 
 const SRC = resolve(__dirname, '../../src');
-const LAYERS = ['core', 'platform', 'http', 'auth', 'webhooks', 'events', 'deliveries', 'portal', '.'];
+const LAYERS = ['core', 'platform', 'http', 'auth', 'webhooks', 'events', 'filters', 'deliveries', 'portal', '.'];
 
 /** Source files by their path relative to src/ (`webhooks/store/rows.ts`), with their text. */
 type Tree = Map<string, string>;

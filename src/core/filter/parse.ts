@@ -1,6 +1,7 @@
 // A webhook's content filter as sent (a JSON object) checked against the grammar and compiled into
 // the form `matches` evaluates. The grammar, its limits and every choice made here are in
 // docs/filters.md; the text a refusal carries names the key it is about, by its path in the filter.
+import { InvalidInput } from '../errors';
 import { isDigitString, isScalar, normaliseScalar, rangeValue, type Scalar, scalarKey } from './values';
 
 /** The most bytes a filter's JSON (UTF-8) may take. */
@@ -37,9 +38,10 @@ export interface Filter {
 /**
  * A filter that does not follow the grammar. `path` names the offending key from the filter's
  * own name (`filter.$or.1.data.price.$gte`), `reason` says what is wrong; the message is
- * `path: reason`, printable ASCII only, fit for an X-Error-Detail header.
+ * `path: reason`, printable ASCII only, fit for an X-Error-Detail header. Input a rule refuses, so
+ * a request that sent it is answered 400 with it as its detail.
  */
-export class InvalidFilter extends Error {
+export class InvalidFilter extends InvalidInput {
   constructor(
     readonly path: string,
     readonly reason: string,

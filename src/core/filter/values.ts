@@ -53,3 +53,9 @@ export function rangeValue(value: unknown): number | bigint | null {
  */
 export const scalarKey = (value: Scalar): string =>
   typeof value === 'string' ? `s${normaliseSetValue(value)}` : typeof value === 'number' ? `n${value}` : String(value);
+
+/** The most values one webhook's value set holds. */
+export const SET_MAX_VALUES = 100_000;
+
+/** The most values one call adds and removes together. */
+export const SET_VALUES_PER_CALL = 1_000;

@@ -1,7 +1,8 @@
 // The application object's own SQLite database: every event it published (its source key makes
 // publishing idempotent), the index of its deliveries (which endpoint holds each), the outbox of
 // deliveries not yet handed to their endpoints' objects (one row per event: its body once, and the
-// deliveries still to hand over), and the last delivery id given. The bodies live with the
+// deliveries still to hand over), the last delivery id given, and the webhooks' value sets (what
+// content filters look up). The bodies live with the
 // deliveries, in the endpoints' objects. Its schema, by versioned steps
 // (src/platform/object-schema.ts): append a step, never edit one.
 import type { SchemaStep } from '../../platform/object-schema';
@@ -40,5 +41,22 @@ CREATE TABLE endpoints (webhook_id TEXT PRIMARY KEY) WITHOUT ROWID;
 INSERT INTO endpoints (webhook_id) SELECT DISTINCT webhook_id FROM deliveries;
 `;
 
+/**
+ * Step 3: the webhooks' value sets (what a content filter's `$in_set` looks up): one row per
+ * value, its primary key the lookup, and each set's size.
+ */
+const V3 = `
+CREATE TABLE webhook_values (
+  webhook_id TEXT NOT NULL,
+  value      TEXT NOT NULL,
+  PRIMARY KEY (webhook_id, value)
+) WITHOUT ROWID;
+CREATE TABLE value_counts (webhook_id TEXT PRIMARY KEY, count INTEGER NOT NULL) WITHOUT ROWID;
+`;
+
 /** The application object's schema steps: step n takes version n - 1 to n. */
-export const APPLICATION_SCHEMA: readonly SchemaStep[] = [(sql) => sql.exec(V1), (sql) => sql.exec(V2)];
+export const APPLICATION_SCHEMA: readonly SchemaStep[] = [
+  (sql) => sql.exec(V1),
+  (sql) => sql.exec(V2),
+  (sql) => sql.exec(V3),
+];

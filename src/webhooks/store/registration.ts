@@ -11,6 +11,8 @@ export interface NewWebhook {
   eventTypes: string | null;
   description: string | null;
   rateLimit: number | null;
+  /** Its content filter's JSON text as sent; null or absent: none. */
+  filter?: string | null;
   /** Its signing secret, encrypted. */
   sealedSecret: string;
   /** The most webhooks the application may have (WEBHOOKS_PER_APP). */
@@ -57,8 +59,8 @@ export async function createWebhook(db: Db, hook: NewWebhook, actor: Actor): Pro
   const statements = [
     db
       .prepare(
-        `INSERT INTO webhooks (app_id, url, is_enabled, event_types, secret, description, rate_limit)
-         SELECT ?1, ?2, ?3, ?7, ?8, ?9, ?10
+        `INSERT INTO webhooks (app_id, url, is_enabled, event_types, secret, description, rate_limit, filter)
+         SELECT ?1, ?2, ?3, ?7, ?8, ?9, ?10, ?11
          WHERE NOT EXISTS (SELECT 1 FROM webhook_audit WHERE write_id = ?4)
            AND NOT EXISTS (SELECT 1 FROM idempotency_keys WHERE app_id = ?1 AND idem_key = ?6)
            AND NOT EXISTS (SELECT 1 FROM webhooks WHERE app_id = ?1 AND url_checked = 0)
@@ -76,6 +78,7 @@ export async function createWebhook(db: Db, hook: NewWebhook, actor: Actor): Pro
         hook.sealedSecret,
         hook.description,
         hook.rateLimit,
+        hook.filter ?? null,
       ),
     // changes() is the insert's count: 0 when it made nothing, and then last_insert_rowid() is stale.
     db

@@ -16,7 +16,7 @@ export const NOW = `strftime('%Y-%m-%dT%H:%M:%fZ', 'now')`;
 export const ROW_JSON = `json_object(
     'webhook_id', webhook_id, 'app_id', app_id, 'url', url, 'is_enabled', is_enabled,
     'event_types', json(event_types), 'created_at', created_at, 'updated_at', updated_at,
-    'description', description, 'rate_limit', rate_limit)`;
+    'description', description, 'rate_limit', rate_limit, 'filter', json(filter))`;
 
 /** A webhook as the store returns it: the id as decimal text, `is_enabled` as stored (0/1). */
 export interface WebhookRow {
@@ -30,6 +30,8 @@ export interface WebhookRow {
   /** Null for webhooks from before descriptions, and in rows recorded before them. */
   description: string | null;
   rate_limit: number | null;
+  /** Its content filter, the JSON text as sent; null: none (and in rows recorded before filters). */
+  filter: string | null;
 }
 
 /**
@@ -45,6 +47,7 @@ const rowColumns = (column: (name: string) => string = (name) => name, prefix = 
     'updated_at',
     'description',
     'rate_limit',
+    'filter',
   ]
     .map((name) => `${column(name)} AS ${prefix}${name}`)
     .join(', ')}`;
@@ -66,6 +69,7 @@ export function prefixed(row: Record<string, unknown>, prefix: string): WebhookR
     updated_at: pick('updated_at'),
     description: pick('description') ?? null,
     rate_limit: pick('rate_limit') ?? null,
+    filter: pick('filter') ?? null,
   } as WebhookRow;
 }
 
