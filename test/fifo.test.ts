@@ -5,6 +5,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { outbox } from '../src/events/store/outbox';
 import { auditRows } from './helpers/database';
 import { applicationOf, deliverDue, endpointOf, endpointSql, makeDue } from './helpers/objects';
+import { expectDocumented, expectSchemaAgrees } from './helpers/openapi';
 import { type Received, receiver } from './helpers/receiver';
 import { expectCreateFail, expectUpdateFail, expectValue } from './helpers/replies';
 import { fetchAndWait, ORIGIN, post, readLog, registerWebhook, URL_ } from './helpers/requests';
@@ -93,10 +94,9 @@ describe('"ordering": "fifo" in the API', () => {
   it('is stored from POST, shown in every webhook object, set and cleared by PATCH with an audit record', async () => {
     const app = freshApp();
     const headers = bearer(await tokenFor(app));
-    const fifo = await expectValue<{ webhook_id: number; ordering: string | null }>(
-      await post({ url: `https://${app}.example.com/a`, ordering: 'fifo' }, headers),
-      201,
-    );
+    const created = await post({ url: `https://${app}.example.com/a`, ordering: 'fifo' }, headers);
+    await expectDocumented(created.clone(), 'post');
+    const fifo = await expectValue<{ webhook_id: number; ordering: string | null }>(created, 201);
     expect(fifo.value.ordering).toBe('fifo');
     const plain = await expectValue<{ webhook_id: number; ordering: string | null }>(
       await post({ url: `https://${app}.example.com/b` }, headers),
@@ -107,9 +107,9 @@ describe('"ordering": "fifo" in the API', () => {
       env.DB.prepare('SELECT ordering FROM webhooks WHERE webhook_id = ?1').bind(id).first<{ ordering: string }>();
     expect(await row(fifo.value.webhook_id)).toEqual({ ordering: 'fifo' });
 
-    const cleared = await expectValue<{ ordering: string | null }>(
-      await patch({ webhook_id: fifo.value.webhook_id, ordering: null }, headers),
-    );
+    const patched = await patch({ webhook_id: fifo.value.webhook_id, ordering: null }, headers);
+    await expectDocumented(patched.clone(), 'patch');
+    const cleared = await expectValue<{ ordering: string | null }>(patched);
     expect(cleared.value.ordering).toBeNull();
     expect(await row(fifo.value.webhook_id)).toEqual({ ordering: null });
     const set = await expectValue<{ ordering: string | null }>(
@@ -126,11 +126,20 @@ describe('"ordering": "fifo" in the API', () => {
     expect(kept.value.ordering).toBe('fifo');
   });
 
+  it('is documented: the request schema accepts exactly the orderings POST accepts', async () => {
+    const app = freshApp();
+    const bodies = ['fifo', null, 'FIFO', 'lifo', true, 0].map((ordering, i) =>
+      JSON.stringify({ url: `https://${app}.example.com/s${i}`, ordering }),
+    );
+    await expectSchemaAgrees('POST', '/v1.0/app/nft/webhook', await tokenFor(app), bodies);
+  });
+
   it.each([['FIFO'], ['lifo'], [true], [1], [{}]])('refuses ordering %j: 400 naming it', async (bad) => {
     const app = freshApp();
     const headers = bearer(await tokenFor(app));
     const created = await post({ url: `https://${app}.example.com/a`, ordering: bad }, headers);
     expect(created.headers.get('x-error-detail')).toMatch(/ordering/);
+    await expectDocumented(created.clone(), 'post');
     await expectCreateFail(created, 400);
     const hook = await register(app);
     const patched = await patch({ webhook_id: Number(hook.id), ordering: bad }, headers);
