@@ -15,6 +15,7 @@ import { gzipSync } from 'node:zlib';
 import { build } from 'esbuild';
 import { BYTES, measureBytes } from './bytes.mjs';
 import {
+  cpuMs,
   DELIVERY_BINDINGS,
   FANOUT,
   ISOLATION,
@@ -25,9 +26,11 @@ import {
   startDeliveryWorker,
   startReceiver,
   THROUGHPUT,
+  workerdProcesses,
 } from './deliveries.mjs';
 import {
   addDeliveryLog,
+  addFilterApp,
   addPublishApps,
   buildBundle,
   buildRevisionBundle,
@@ -114,8 +117,19 @@ const withHostile = selected(HOSTILE);
 if (scenarios.length === 0 && queueScenarios.length === 0 && !withBytes && !withHostile)
   throw new Error(`--only ${only}: no scenario's name has it`);
 
+// A scenario's `seconds` and `connections`, when it has them, take the place of the command
+// line's: a path whose requests take a second under load needs slices many times that long.
 const loadOf = (url, scenario, seconds, counter) =>
-  load({ url, scenario: scenario.name, seconds, connections: CONNECTIONS, counter, tokens, newApps, platform });
+  load({
+    url,
+    scenario: scenario.name,
+    seconds: seconds * ((scenario.seconds ?? SECONDS) / SECONDS),
+    connections: scenario.connections ?? CONNECTIONS,
+    counter,
+    tokens,
+    newApps,
+    platform,
+  });
 
 /** Two measured slices of one worker as one measurement. */
 function merge(parts) {
@@ -126,6 +140,10 @@ function merge(parts) {
     p99: Math.max(...parts.map((p) => p.p99)),
     max: Math.max(...parts.map((p) => p.max)),
     errors: sum('errors'),
+    // The worker's CPU per completed request over the slices (ms); null when unknown.
+    cpu_ms_per_request: parts.every((p) => typeof p.cpu_ms === 'number')
+      ? sum('cpu_ms') / parts.reduce((t, p) => t + p.requests, 0)
+      : null,
     statuses: Object.fromEntries(['2xx', '4xx', '5xx'].map((k) => [k, parts.reduce((t, p) => t + p.statuses[k], 0)])),
   };
 }
@@ -188,8 +206,18 @@ async function httpRun(run) {
       durableObjects: FLOOR_OBJECTS,
       tool: true,
     }),
-    // --no-limiters: diagnostic only, to see what the rate-limit bindings cost.
-    service: await startWorker({
+  };
+  // The workerd process of each worker started from here on (for CPU per request).
+  const started = async (start) => {
+    const before = workerdProcesses();
+    const worker = await start();
+    const fresh = [...workerdProcesses()].filter((id) => !before.has(id));
+    worker.process = fresh.length === 1 ? fresh[0] : null;
+    return worker;
+  };
+  // --no-limiters: diagnostic only, to see what the rate-limit bindings cost.
+  workers.service = await started(() =>
+    startWorker({
       scriptPath: bundleUrl.href,
       apps: APPS,
       perApp: PER_APP,
@@ -198,7 +226,21 @@ async function httpRun(run) {
       durableObjects: SERVICE_OBJECTS,
       tool: true,
     }),
-  };
+  );
+  // The content filters' reference: the same service, its filter application without filters.
+  const withUnfiltered = scenarios.some((s) => s.reference === 'unfiltered');
+  if (withUnfiltered) {
+    workers.unfiltered = await started(() =>
+      startWorker({
+        scriptPath: bundleUrl.href,
+        apps: APPS,
+        perApp: PER_APP,
+        limiters: !process.argv.includes('--no-limiters'),
+        bindings: { WEBHOOK_URL_ALLOWED_ORIGINS: receiver.origin },
+        durableObjects: SERVICE_OBJECTS,
+      }),
+    );
+  }
   // The release before, with the bindings of today's service (it ignores those it does not know),
   // on a database made by today's migrations and seeded alike.
   if (withBaseline) {
@@ -220,6 +262,11 @@ async function httpRun(run) {
     );
     if (scenarios.some((s) => s.name === 'GET delivery log')) await addDeliveryLog(workers[name], APPS);
   }
+  if (withUnfiltered) {
+    // --filter-aa: diagnostic, the measured worker without filters too (what the method alone gives).
+    await addFilterApp(workers.service.url, receiver.origin, !process.argv.includes('--filter-aa'));
+    await addFilterApp(workers.unfiltered.url, receiver.origin, false);
+  }
   const results = {};
   for (const scenario of scenarios) {
     const reference = scenario.reference;
@@ -232,20 +279,32 @@ async function httpRun(run) {
       counters[name] = { n: 0 };
       await loadOf(url, scenario, WARMUP_SECONDS, counters[name]);
     }
-    if (reference === 'floor') {
+    if (reference !== 'constant') {
       results[scenario.name].constant = await loadOf(workers.constant.url, scenario, SECONDS, counters.constant);
     }
     // The service and its reference in ABBA order (with the baseline: ABCCBA), two halves each:
     // the machine's drift over the scenario weighs on all alike.
+    // Content filters: both workers are the service, whose sending (parked requests timing out)
+    // runs on between slices; ABBA in odd runs and BAAB in even ones, so neither is always inside.
+    const order = scenario.reference === 'unfiltered' && run % 2 === 0 ? [...measured].reverse() : measured;
     const slices = Object.fromEntries(measured.map((name) => [name, []]));
-    for (const name of [...measured, ...[...measured].reverse()]) {
-      slices[name].push(await loadOf(workers[name].url, scenario, SECONDS / 2, counters[name]));
+    for (const name of [...order, ...[...order].reverse()]) {
+      // The worker's own CPU over the slice, where it is known: steadier than req/s on a shared machine.
+      const cpuBefore = cpuMs(workers[name].process ?? null);
+      const slice = await loadOf(workers[name].url, scenario, SECONDS / 2, counters[name]);
+      const cpuAfter = cpuMs(workers[name].process ?? null);
+      slice.cpu_ms = cpuBefore === null || cpuAfter === null ? null : cpuAfter - cpuBefore;
+      slices[name].push(slice);
     }
     for (const [name, parts] of Object.entries(slices)) results[scenario.name][name] = merge(parts);
     const r = results[scenario.name];
     process.stdout.write(
       `run ${run} ${scenario.name.padEnd(24)} service ${Math.round(r.service.rps)} req/s` +
         (r.floor ? `, floor ${Math.round(r.floor.rps)}` : '') +
+        (r.unfiltered ? `, unfiltered ${Math.round(r.unfiltered.rps)}` : '') +
+        (r.unfiltered && r.service.cpu_ms_per_request !== null && r.unfiltered.cpu_ms_per_request !== null
+          ? ` (workerd CPU per request ${r.service.cpu_ms_per_request.toFixed(1)} and ${r.unfiltered.cpu_ms_per_request.toFixed(1)} ms)`
+          : '') +
         (r.baseline ? `, baseline ${Math.round(r.baseline.rps)}` : '') +
         `, constant ${Math.round(r.constant.rps)}\n`,
     );
@@ -316,7 +375,7 @@ if (scenarios.length > 0) {
     `\nmedian of ${RUNS} runs of ${SECONDS} s each, ${CONNECTIONS} keep-alive connections, ${APPS * PER_APP} webhooks / ${APPS} apps`,
   );
   console.log(
-    `scenario                  req/s   p50  p99  max  errors  ref p99  vs floor  vs constant  ${withBaseline ? 'vs baseline  ' : ''}target`,
+    `scenario                  req/s   p50  p99  max  errors  ref p99    vs ref  vs constant  ${withBaseline ? 'vs baseline  ' : ''}target`,
   );
 }
 for (const scenario of scenarios) {
@@ -330,18 +389,22 @@ for (const scenario of scenarios) {
     errors: Math.max(...runs.map((r) => r.service.errors)),
   };
   const referenceP99 = pick(scenario.reference, 'p99');
-  const vsFloor = scenario.reference === 'floor' ? median(runs.map((r) => r.service.rps / r.floor.rps)) : null;
+  // The reference other than the constant: the floor, or (content filters) the service unfiltered.
+  const vsReference =
+    scenario.reference === 'constant' ? null : median(runs.map((r) => r.service.rps / r[scenario.reference].rps));
   const vsConstant = median(runs.map((r) => r.service.rps / r.constant.rps));
   const vsBaseline = scenario.baseline ? median(runs.map((r) => r.service.rps / r.baseline.rps)) : null;
   const target = {
-    ratio: scenario.reference === 'floor' ? vsFloor : vsConstant,
+    ratio: scenario.reference === 'constant' ? vsConstant : vsReference,
     min: scenario.min,
     of: scenario.reference,
   };
   const met = target.ratio >= target.min;
   // Outliers: a stall (a request over a second), or a tail far beyond the reference's, measured
   // beside it on the same machine (two shared cores give every worker some tail).
-  const outliers = service.max > 1000 || service.p99 > 2 * referenceP99 + 10;
+  // A stall: over a second, or (a path whose reference itself takes seconds) over twice the reference's max.
+  const referenceMax = Math.max(...runs.map((r) => r[scenario.reference].max));
+  const outliers = service.max > Math.max(1000, 2 * referenceMax) || service.p99 > 2 * referenceP99 + 10;
   if (!met) failures.push(`${scenario.name}: ${target.ratio.toFixed(2)}x ${target.of}, target ${target.min}x`);
   if (vsBaseline !== null && vsBaseline < BASELINE_MIN)
     failures.push(`${scenario.name}: ${vsBaseline.toFixed(2)}x ${baselineRev}, slower than the release before`);
@@ -354,11 +417,27 @@ for (const scenario of scenarios) {
       scenario.reference === 'floor'
         ? { rps: pick('floor', 'rps'), p50: pick('floor', 'p50'), p99: pick('floor', 'p99') }
         : undefined,
+    unfiltered:
+      scenario.reference === 'unfiltered'
+        ? { rps: pick('unfiltered', 'rps'), p50: pick('unfiltered', 'p50'), p99: pick('unfiltered', 'p99') }
+        : undefined,
+    ratio_to_unfiltered: scenario.reference === 'unfiltered' ? vsReference : undefined,
+    // Not a target: workerd's CPU per request, filtered and not, and unfiltered / filtered.
+    cpu_ms_per_request:
+      scenario.reference === 'unfiltered' && runs.every((r) => r.service.cpu_ms_per_request !== null)
+        ? {
+            service: pick('service', 'cpu_ms_per_request'),
+            unfiltered: pick('unfiltered', 'cpu_ms_per_request'),
+            unfiltered_over_service: median(
+              runs.map((r) => r.unfiltered.cpu_ms_per_request / r.service.cpu_ms_per_request),
+            ),
+          }
+        : undefined,
     constant: { rps: pick('constant', 'rps'), p50: pick('constant', 'p50'), p99: pick('constant', 'p99') },
     baseline: scenario.baseline
       ? { rps: pick('baseline', 'rps'), p50: pick('baseline', 'p50'), p99: pick('baseline', 'p99') }
       : undefined,
-    ratio_to_floor: vsFloor,
+    ratio_to_floor: scenario.reference === 'floor' ? vsReference : null,
     ratio_to_constant: vsConstant,
     ratio_to_baseline: vsBaseline,
     target: `>= ${target.min}x ${target.of}`,
@@ -367,7 +446,7 @@ for (const scenario of scenarios) {
   };
   console.log(
     `${scenario.name.padEnd(24)} ${String(Math.round(service.rps)).padStart(6)} ${String(service.p50).padStart(5)} ${String(service.p99).padStart(4)} ${String(service.max).padStart(4)} ${String(service.errors).padStart(7)} ${String(referenceP99).padStart(8)}  ` +
-      `${vsFloor === null ? '      -' : `${vsFloor.toFixed(2).padStart(6)}x`} ${vsConstant.toFixed(2).padStart(10)}x  ` +
+      `${vsReference === null ? '      -' : `${vsReference.toFixed(2).padStart(6)}x`} ${vsConstant.toFixed(2).padStart(10)}x  ` +
       (withBaseline ? `${vsBaseline === null ? '          -' : `${vsBaseline.toFixed(2).padStart(10)}x`}   ` : '') +
       `${met ? 'met' : 'MISSED'} (>= ${target.min}x ${target.of})`,
   );

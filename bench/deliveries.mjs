@@ -132,7 +132,7 @@ export async function startReceiver() {
 // a shared machine, since it does not count the time other processes take from the two cores.
 const CLOCK_TICKS_PER_S = 100;
 /** The ids of this process's workerd children. */
-function workerdProcesses() {
+export function workerdProcesses() {
   const ids = new Set();
   try {
     for (const id of readdirSync('/proc')) {
@@ -151,7 +151,7 @@ function workerdProcesses() {
   return ids;
 }
 /** User and system CPU time of a process so far, in ms; null when it cannot be read. */
-function cpuMs(id) {
+export function cpuMs(id) {
   if (id === null) return null;
   try {
     const fields = readFileSync(`/proc/${id}/stat`, 'utf8').split(') ')[1].split(' ');

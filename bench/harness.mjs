@@ -17,10 +17,17 @@ import {
   DELIVERY_LOG_FIRST_ID,
   DELIVERY_LOG_PER_WEBHOOK,
   DELIVERY_LOG_WEBHOOKS,
+  FILTER_APP,
+  FILTER_SET_PER_CALL,
+  FILTER_SET_SIZE,
+  FILTER_WEBHOOKS,
+  filterOf,
   nftData,
+  PATH,
   PUBLISH_APPS,
   PUBLISH_EVENT_TYPES,
   PUBLISH_FIRST_ID,
+  setAddress,
 } from './scenarios.mjs';
 
 export { ownerOf, PATH } from './scenarios.mjs';
@@ -316,6 +323,38 @@ export async function addPublishApps(db, origin, path = 'hold') {
       },
     });
   }
+}
+
+/**
+ * The content filters' application (FILTER_APP) on a worker, through its API as a client makes
+ * it: FILTER_WEBHOOKS webhooks at the receiver's `/hold/<k>` (never answered: sending stays
+ * parked, as for addPublishApps), each with `filterOf(k)` when `filtered`, none otherwise; then
+ * webhook 0's value set, FILTER_SET_SIZE addresses FILTER_SET_PER_CALL a call (on both workers,
+ * so the application's objects hold the same data).
+ */
+export async function addFilterApp(url, origin, filtered) {
+  const token = await tokenFor(FILTER_APP);
+  const call = async (method, path, body) => {
+    const res = await fetch(url + path, {
+      method,
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    const text = await res.text();
+    if (res.status >= 300) throw new Error(`${method} ${path}: ${res.status} ${text.slice(0, 300)}`);
+    return JSON.parse(text).value;
+  };
+  const ids = [];
+  for (let k = 0; k < FILTER_WEBHOOKS; k++) {
+    const body = { url: `${origin}/hold/filter-${k}`, ...(filtered ? { filter: filterOf(k) } : {}) };
+    ids.push((await call('POST', PATH, body)).webhook_id);
+  }
+  for (let i = 0; i < FILTER_SET_SIZE; i += FILTER_SET_PER_CALL) {
+    const add = Array.from({ length: FILTER_SET_PER_CALL }, (_, j) => setAddress(i + j));
+    await call('POST', `${PATH}/values`, { webhook_id: ids[0], add });
+  }
+  const { count } = await call('GET', `${PATH}/values?webhook_id=${ids[0]}&limit=1`);
+  if (count !== FILTER_SET_SIZE) throw new Error(`value set: ${count} values, expected ${FILTER_SET_SIZE}`);
 }
 
 /**

@@ -67,6 +67,7 @@ if (!isMainThread) {
         result: {
           // Completed requests over the run: autocannon's per-second average is too coarse for ratios.
           rps: result.requests.total / seconds,
+          requests: result.requests.total,
           p50: result.latency.p50,
           p99: result.latency.p99,
           max: result.latency.max,

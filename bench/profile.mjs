@@ -1,16 +1,27 @@
-// npm run profile -- [rejected|put|get|list|publish|deliver] [--floor]: a CPU profile of the
+// npm run profile -- [rejected|put|get|list|publish|filter|deliver] [--floor] [--unfiltered] [--inclusive <names>]: a CPU profile of the
 // Worker's isolate in workerd (or, with --floor, of the floor worker's), taken over the inspector
 // while autocannon drives one scenario (deliver: while the queue consumer delivers batches of
 // 2,000 deliveries published to one application of ten endpoints and sent by the endpoints'
 // objects to a local receiver, as the benchmark's delivery throughput does; the objects run in the
 // same isolate as the Worker, so their time is in the profile), printed as
-// self time per function and as busy CPU time per request (per delivery). Built unminified so
-// that the names mean something.
+// self time per function and as busy CPU time per request (per delivery). filter: publishing to
+// the content filters' application of 100 webhooks, every filter matching (the benchmark's
+// scenario; --unfiltered: the same webhooks without filters). Built unminified so that the names
+// mean something.
 import autocannon from 'autocannon';
 import { build } from 'esbuild';
 import WebSocket from 'ws';
 import { startDeliveryWorker, startReceiver, throughput } from './deliveries.mjs';
-import { addPublishApps, FLOOR_OBJECTS, ownerOf, PATH, SERVICE_OBJECTS, startWorker, tokenFor } from './harness.mjs';
+import {
+  addFilterApp,
+  addPublishApps,
+  FLOOR_OBJECTS,
+  ownerOf,
+  PATH,
+  SERVICE_OBJECTS,
+  startWorker,
+  tokenFor,
+} from './harness.mjs';
 import { scenarioList } from './scenarios.mjs';
 
 const scenario = process.argv[2] ?? 'rejected';
@@ -41,6 +52,7 @@ const worker =
         durableObjects: objects,
       });
 if (scenario === 'publish') await addPublishApps(worker.db, receiver.origin);
+if (scenario === 'filter') await addFilterApp(worker.url, receiver.origin, !process.argv.includes('--unfiltered'));
 
 // The Chrome DevTools Protocol, over the inspector's WebSocket for the user worker.
 const targets = await (await fetch(`http://127.0.0.1:${inspectorPort}/json`)).json();
@@ -62,7 +74,9 @@ const send = (method, params = {}) =>
 
 const tokens = await Promise.all(Array.from({ length: APPS }, (_, i) => tokenFor(`app-${i}`)));
 const platform = await tokenFor('platform-service', { scope: 'events:publish' });
-const publish = scenarioList({ tokens, newApps: [], platform }).find((s) => s.name === 'publish event');
+const list = scenarioList({ tokens, newApps: [], platform });
+const publish = list.find((s) => s.name === 'publish event');
+const filtered = list.find((s) => s.name.startsWith('filter:') && s.name.includes('all match'));
 let n = 0;
 const owned = (id) => ({
   'content-type': 'application/json',
@@ -71,32 +85,34 @@ const owned = (id) => ({
 const request =
   scenario === 'publish'
     ? () => publish.request(n++)
-    : scenario === 'list'
-      ? () => {
-          const id = 1 + (n++ % APPS);
-          // The floor knows the application from this header, the service from the token.
-          return { method: 'GET', path: PATH, headers: { ...owned(id), 'x-bench-app': ownerOf(id, APPS) } };
-        }
-      : scenario === 'get'
+    : scenario === 'filter'
+      ? () => filtered.request(n++)
+      : scenario === 'list'
         ? () => {
-            const id = 1 + (n++ % 50_000);
-            return { method: 'GET', path: `${PATH}?webhook_id=${id}`, headers: owned(id) };
+            const id = 1 + (n++ % APPS);
+            // The floor knows the application from this header, the service from the token.
+            return { method: 'GET', path: PATH, headers: { ...owned(id), 'x-bench-app': ownerOf(id, APPS) } };
           }
-        : scenario === 'rejected'
-          ? () => ({
-              method: 'DELETE',
-              path: `${PATH}?webhook_id=1`,
-              headers: { authorization: `Bearer ${tokens[0].slice(0, -4)}AAAA` },
-            })
-          : () => {
+        : scenario === 'get'
+          ? () => {
               const id = 1 + (n++ % 50_000);
-              return {
-                method: 'PUT',
-                path: PATH,
-                headers: owned(id),
-                body: JSON.stringify({ webhook_id: id, is_enabled: n % 2 === 0 }),
+              return { method: 'GET', path: `${PATH}?webhook_id=${id}`, headers: owned(id) };
+            }
+          : scenario === 'rejected'
+            ? () => ({
+                method: 'DELETE',
+                path: `${PATH}?webhook_id=1`,
+                headers: { authorization: `Bearer ${tokens[0].slice(0, -4)}AAAA` },
+              })
+            : () => {
+                const id = 1 + (n++ % 50_000);
+                return {
+                  method: 'PUT',
+                  path: PATH,
+                  headers: owned(id),
+                  body: JSON.stringify({ webhook_id: id, is_enabled: n % 2 === 0 }),
+                };
               };
-            };
 
 // Deliver: two slices of 2,000 deliveries, the first (keys, connections) left out of the profile.
 if (scenario === 'deliver') await throughput(worker, receiver, platform, 'warm', 200);
@@ -108,8 +124,8 @@ const load =
     ? await throughput(worker, receiver, platform, 'profiled', 200).then(() => ({ requests: { total: 2000 } }))
     : await autocannon({
         url: worker.url,
-        connections: 16,
-        duration: 4,
+        connections: scenario === 'filter' ? 4 : 16,
+        duration: scenario === 'filter' ? 10 : 4,
         requests: [{ setupRequest: (r) => ({ ...r, ...request() }) }],
       });
 const { profile } = await send('Profiler.stop');
@@ -134,6 +150,33 @@ console.log(
 console.log(`self time in the Worker's isolate:`);
 for (const [key, t] of [...self].sort((a, b) => b[1] - a[1]).slice(0, 25)) {
   console.log(`${((100 * t) / total).toFixed(1).padStart(5)}%  ${key}`);
+}
+
+// --inclusive <name>[,<name>]: the time under each named function (itself and what it calls), per
+// request: what one piece of the path costs (filter: filterTargets, the content filters' whole work).
+if (process.argv.includes('--inclusive')) {
+  const names = process.argv[process.argv.indexOf('--inclusive') + 1].split(',');
+  const selfOf = new Map();
+  profile.samples.forEach((id, i) => {
+    selfOf.set(id, (selfOf.get(id) ?? 0) + profile.timeDeltas[i]);
+  });
+  const parent = new Map();
+  for (const node of profile.nodes) for (const child of node.children ?? []) parent.set(child, node.id);
+  for (const name of names) {
+    let under = 0;
+    for (const [id, t] of selfOf) {
+      // Counted once, however often the name recurs above the sample.
+      for (let at = id; at !== undefined; at = parent.get(at)) {
+        if (nodes.get(at).callFrame.functionName === name) {
+          under += t;
+          break;
+        }
+      }
+    }
+    console.log(
+      `under ${name}: ${(under / load.requests.total).toFixed(0)} µs per request (${((100 * under) / (total - idle)).toFixed(2)}% of busy time)`,
+    );
+  }
 }
 
 // --lines: where inside the hottest functions of the script the samples fell (line of the

@@ -47,6 +47,55 @@ export const nftData = (n) => ({
 });
 
 /**
+ * Content filters: application `filter-app`, 100 webhooks (its cap), made through the API by the
+ * bench (bench/harness.mjs addFilterApp) on two workers of the service alike, except that on the
+ * one measured (`service`) each webhook has a filter (`filterOf`) and on its reference
+ * (`unfiltered`) none. Webhook 0's value set holds FILTER_SET_SIZE addresses on both, added
+ * FILTER_SET_PER_CALL a call before the measurement.
+ */
+export const FILTER_APP = 'filter-app';
+export const FILTER_WEBHOOKS = 100;
+export const FILTER_SET_SIZE = 100_000;
+export const FILTER_SET_PER_CALL = 1_000;
+const CONTRACTS = [
+  '0x5a1f8e1b7c3d9a2e4f60718293a4b5c6d7e8f901',
+  '0x8ba1f109551bd432803012645ac136ddd64dba72',
+  '0x1f9840a85d5af5bf1d1762f925bdaddc4201f984',
+  '0xbc4ca0eda7647a8ab7c2061c2e118a18a936f13d',
+];
+/** The value set's `i`-th address (`0x` and 40 hex digits). */
+export const setAddress = (i) => `0x${(0xa0000000 + i).toString(16).padStart(40, '0')}`;
+/**
+ * Webhook `k`'s filter, realistic NFT filters in turn: 0 the wallet service's set of addresses;
+ * then a contract (written in capitals), a price floor in wei (0.1 to 9.9 ETH, a decimal string
+ * past 2^53), a token id range, and collections as an `$or` of contracts.
+ */
+export function filterOf(k) {
+  if (k === 0) return { type: 'MEMBER_NFT_ADD', 'data.to': { $in_set: true } };
+  if (k % 4 === 1) return { 'data.contract': `0x${CONTRACTS[0].slice(2).toUpperCase()}` };
+  if (k % 4 === 2) return { type: 'MEMBER_NFT_ADD', 'data.price': { $gte: `${k}00000000000000000` } };
+  if (k % 4 === 3) return { 'data.token_id': { $gte: '1000000', $lt: String(2_000_000 + k) } };
+  return { $or: CONTRACTS.slice(0, 3).map((contract) => ({ 'data.contract': contract })) };
+}
+/**
+ * The data of a sale publishing to `filter-app` (about 300 bytes). `all`: every filter matches it
+ * (the same 100 deliveries as without filters, plus every filter's work); otherwise about half
+ * the deliveries do (contracts, prices, token ids and owners that vary with `n`).
+ */
+export function saleData(n, all) {
+  const pick = all ? 0 : n % 4;
+  return {
+    member_id: `mbr_${n}`,
+    contract: CONTRACTS[pick],
+    token_id: String((all || n % 3 !== 0 ? 1_000_000 : 3_000_000) + (n % 1_000_000)),
+    from: `0x${n.toString(16).padStart(40, '0')}`,
+    to: all || n % 2 === 0 ? setAddress((n * 7919) % FILTER_SET_SIZE) : setAddress(FILTER_SET_SIZE + n),
+    price: all ? '25000000000000000000' : `${(n % 100) + 1}00000000000000000`,
+    tx_hash: `0x${n.toString(16).padStart(64, '0')}`,
+  };
+}
+
+/**
  * The scenarios, given tokens for app-0..app-99 and for bench-new-0..bench-new-1999, and a
  * platform token (scope events:publish). `reference`: the worker the target compares with;
  * `baseline`: also measured against the release before (`--baseline <rev>`), which has the path;
@@ -219,6 +268,29 @@ export function scenarioList({ tokens, newApps, platform }) {
         path: EVENT_PATH,
         headers: json(platform),
         body: JSON.stringify({ app_id: `pub-${n % apps}`, type: 'NEW_NFT', id: `apps${apps}-${n}`, data: nftData(n) }),
+      }),
+    })),
+    // Content filters: the same publish to `filter-app` with its filters (service) and without
+    // (unfiltered); every filter matching, then about half the deliveries.
+    ...[true, false].map((all) => ({
+      name: `filter: publish to 100 filtered webhooks (${all ? 'all match' : 'about half match'})`,
+      reference: 'unfiltered',
+      min: 0.9,
+      // A publish makes up to 100 deliveries (about 10 publishes a second here): slices of 5 s,
+      // and 4 connections, which keep the application's object busy without queueing for seconds.
+      seconds: 10,
+      connections: 4,
+      expect: 202,
+      request: (n) => ({
+        method: 'POST',
+        path: EVENT_PATH,
+        headers: json(platform),
+        body: JSON.stringify({
+          app_id: FILTER_APP,
+          type: 'MEMBER_NFT_ADD',
+          id: `filter-${all ? 'all' : 'half'}-${n}`,
+          data: saleData(n, all),
+        }),
       }),
     })),
     {
