@@ -6,7 +6,7 @@ import { upgradeSchema } from '../src/platform/object-schema';
 import { applicationOf, applicationSql, pendingAt, sendPass, storedDelivery } from './helpers/objects';
 import { receiver } from './helpers/receiver';
 import { expectEnvelope, expectValue } from './helpers/replies';
-import { del, postJson, publishEvent, put, registerWebhook, URL_ } from './helpers/requests';
+import { del, fetchAndWait, postJson, publishEvent, put, registerWebhook, URL_ } from './helpers/requests';
 import { bearer, freshApp, tokenFor } from './helpers/tokens';
 
 afterEach(() => {
@@ -42,6 +42,30 @@ describe('a change told to the endpoint stops or changes a pass already under wa
       expect(states.slice(6)).toEqual(Array(6).fill('cancelled'));
     },
   );
+
+  it('PUT tells the endpoint only when it disables: not for a webhook already disabled, nor for enabling', async () => {
+    const app = freshApp();
+    const hook = await registerWebhook(app);
+    const told: string[] = [];
+    const applications = {
+      getByName: () => ({ webhookChanged: async (id: string) => void told.push(id) }),
+    };
+    const putWith = async (isEnabled: boolean) =>
+      fetchAndWait(
+        { APPLICATIONS: applications },
+        new Request(URL_, {
+          method: 'PUT',
+          headers: { 'content-type': 'application/json', ...bearer(await tokenFor(app)) },
+          body: JSON.stringify({ webhook_id: hook.id, is_enabled: isEnabled }),
+        }),
+      );
+    await expectEnvelope(await putWith(false), 200, 0, 'success');
+    expect(told).toEqual([hook.id]);
+    await expectEnvelope(await putWith(false), 200, 0, 'success');
+    await expectEnvelope(await putWith(true), 200, 0, 'success');
+    await expectEnvelope(await putWith(true), 200, 0, 'success');
+    expect(told).toEqual([hook.id]);
+  });
 
   it('a rotated secret signs every attempt that starts after the rotation has answered', async () => {
     const app = freshApp();

@@ -28,13 +28,16 @@ export function webhookUpdate(body: unknown): WebhookUpdate {
 export async function updateWebhook(c: Context<AppEnv>): Promise<Response> {
   const { webhookId, isEnabled } = webhookUpdate((await readJsonBody(c.req.raw)).value);
   c.set('webhookId', webhookId);
-  const found = await withD1(c, 'first-primary', (db) =>
+  const outcome = await withD1(c, 'first-primary', async (db) =>
     isEnabled === undefined
-      ? webhookExists(db, webhookId, c.get('appId'))
+      ? (await webhookExists(db, webhookId, c.get('appId')))
+        ? 'unchanged'
+        : 'missing'
       : setWebhookEnabled(db, webhookId, isEnabled, actorOf(c)),
   );
-  if (!found) throw notFound();
-  // Disabled: a pass under way starts no new attempt (enabling needs no word: the next pass sends).
-  if (isEnabled === false) await tellEndpoint(c, webhookId);
+  if (outcome === 'missing') throw notFound();
+  // Disabled now: a pass under way starts no new attempt (enabling needs no word: the next pass
+  // sends; a webhook disabled already was told when it was disabled).
+  if (isEnabled === false && outcome === 'changed') await tellEndpoint(c, webhookId);
   return success(c);
 }

@@ -4,15 +4,20 @@ import type { Db } from '../../platform/d1';
 import { type Actor, AUDIT_COLUMNS, NOW, OWNED, ROW_JSON } from './rows';
 
 /**
- * Sets a webhook's active state. Returns false when the application has no such webhook.
- * Setting the state it already has changes nothing and records nothing. Two statements: the
+ * Sets a webhook's active state: 'missing' when the application has no such webhook, 'unchanged'
+ * when it had that state already (nothing changes, nothing is recorded), else 'changed'. Two statements: the
  * audit record (only for a real change, with the row before it), then the update, which matches
  * the application's webhook whatever its state (so its count tells found from missing) and keeps
  * `updated_at` when the state does not change.
  */
-export async function setWebhookEnabled(db: Db, webhookId: string, enabled: boolean, actor: Actor): Promise<boolean> {
+export async function setWebhookEnabled(
+  db: Db,
+  webhookId: string,
+  enabled: boolean,
+  actor: Actor,
+): Promise<'missing' | 'unchanged' | 'changed'> {
   const state = enabled ? 1 : 0;
-  const [, update] = await db.batch([
+  const [audit, update] = await db.batch([
     db
       .prepare(
         `INSERT INTO webhook_audit (${AUDIT_COLUMNS})
@@ -30,7 +35,9 @@ export async function setWebhookEnabled(db: Db, webhookId: string, enabled: bool
       )
       .bind(webhookId, actor.appId, state),
   ]);
-  return update?.meta.changes === 1;
+  if (update?.meta.changes !== 1) return 'missing';
+  // The audit record is written exactly when the state changes.
+  return audit?.meta.changes === 1 ? 'changed' : 'unchanged';
 }
 
 /** Whether the application has this webhook. */
