@@ -34,7 +34,10 @@ CREATE TABLE IF NOT EXISTS webhooks (
   rate_limit INTEGER CHECK (rate_limit IS NULL OR rate_limit BETWEEN 1 AND 1000),
   -- Its content filter (docs/filters.md), the JSON text as sent; NULL: none, every event of its
   -- types is delivered. Its value set lives in the application's Durable Object.
-  filter TEXT CHECK (filter IS NULL OR json_valid(filter))
+  filter TEXT CHECK (filter IS NULL OR json_valid(filter)),
+  -- Its ordering (docs/deliveries.md): 'fifo', one delivery at a time in the order its events were
+  -- stored; NULL: none.
+  ordering TEXT CHECK (ordering IS NULL OR ordering = 'fifo')
 );
 
 -- Listing (keyset on the rowid within one application) and ownership checks.

@@ -30,9 +30,14 @@ export interface Webhook {
   rate_limit: number | null;
   /** Its content filter (docs/filters.md), as it was sent; null: none, every event of its types. */
   filter: Filter | null;
+  /** 'fifo': its deliveries one at a time, in the order of their events (docs/deliveries.md); null: no order. */
+  ordering: Ordering | null;
   created_at: string;
   updated_at: string;
 }
+
+/** A webhook's ordering: 'fifo', one delivery at a time in the order of its events. */
+export type Ordering = 'fifo';
 
 /** A content filter: dotted paths and `$and`/`$or`/`$not` to conditions (docs/filters.md). */
 export type Filter = { [key: string]: unknown };
@@ -51,6 +56,8 @@ export interface WebhookChanges {
   description?: string | null;
   /** null removes the filter. */
   filter?: Filter | null;
+  /** null: no order any more. */
+  ordering?: Ordering | null;
 }
 
 /** Deliveries created in a window by their status now, and the attempts made in it. */
@@ -225,6 +232,7 @@ export class WebhookClient {
       description,
       rateLimit,
       filter,
+      ordering,
       idempotencyKey = crypto.randomUUID(),
     }: {
       enabled?: boolean;
@@ -232,6 +240,7 @@ export class WebhookClient {
       description?: string | null;
       rateLimit?: number | null;
       filter?: Filter | null;
+      ordering?: Ordering | null;
       idempotencyKey?: string;
     } = {},
   ): Promise<CreatedWebhook> {
@@ -242,6 +251,7 @@ export class WebhookClient {
       description,
       rate_limit: rateLimit,
       filter,
+      ordering,
     });
     return (await this.#call('POST', PATH, body, { 'idempotency-key': idempotencyKey })) as CreatedWebhook;
   }
@@ -258,6 +268,7 @@ export class WebhookClient {
       rate_limit: changes.rateLimit,
       description: changes.description,
       filter: changes.filter,
+      ordering: changes.ordering,
     });
     return (await this.#call('PATCH', PATH, body)) as Webhook;
   }

@@ -253,7 +253,7 @@ describe('examples/client.ts: the portal operations', () => {
   });
 });
 
-describe('examples/client.ts: filters and value sets', () => {
+describe('examples/client.ts: filters, value sets and ordering', () => {
   it('creates and changes a filter, adds, removes and pages values, and tries filters', async () => {
     const app = 'client-filters';
     const { api } = await client(app);
@@ -272,6 +272,11 @@ describe('examples/client.ts: filters and value sets', () => {
     const changed = await api.updateWebhook(hook.webhook_id, { filter: null });
     expect(changed.filter).toBeNull();
     expect((await api.getWebhook(hook.webhook_id)).filter).toBeNull();
+    expect(hook.ordering).toBeNull();
+    const fifo = await api.createWebhook('https://client-filters.example.com/fifo', { ordering: 'fifo' });
+    expect(fifo.ordering).toBe('fifo');
+    expect((await api.updateWebhook(fifo.webhook_id, { ordering: null })).ordering).toBeNull();
+    expect((await api.getWebhook(fifo.webhook_id)).ordering).toBeNull();
     await expect(api.changeValues(hook.webhook_id, { add: [''] })).rejects.toMatchObject({
       status: 400,
       code: 64062,

@@ -234,6 +234,7 @@ describe('docs/openapi.json: the fields of a webhook', () => {
       'description',
       'rate_limit',
       'filter',
+      'ordering',
       'created_at',
       'updated_at',
     ]);

@@ -52,6 +52,7 @@ describe('PATCH /v1.0/app/nft/webhook', () => {
         'description',
         'event_types',
         'filter',
+        'ordering',
         'is_enabled',
         'rate_limit',
         'updated_at',

@@ -43,6 +43,7 @@ describe('GET /v1.0/app/nft/webhook?webhook_id=N', () => {
       description: null,
       rate_limit: null,
       filter: null,
+      ordering: null,
       created_at: row?.created_at,
       updated_at: row?.updated_at,
     });

@@ -36,6 +36,7 @@ describe('POST /v1.0/app/nft/webhook', () => {
       description: null,
       rate_limit: null,
       filter: null,
+      ordering: null,
       created_at: expect.stringMatching(ISO_UTC),
       updated_at: value.created_at,
       secret: expect.stringMatching(/^whsec_[A-Za-z0-9+/]{43}=$/),
@@ -61,7 +62,7 @@ describe('POST /v1.0/app/nft/webhook', () => {
       actor_jti: 'j-1',
       request_id: 'req-create-1',
     });
-    expect(JSON.parse(audit[0]!.row_before)).toEqual({ ...row, webhook_id: Number(id), filter: null });
+    expect(JSON.parse(audit[0]!.row_before)).toEqual({ ...row, webhook_id: Number(id), filter: null, ordering: null });
   });
 
   it('registers a disabled webhook when is_enabled is false, and ignores unknown fields', async () => {

@@ -30,7 +30,12 @@ describe('PUT /v1.0/app/nft/webhook', () => {
       actor_jti: 'jti-7',
       request_id: 'req-put-1',
     });
-    expect(JSON.parse(audit[0]!.row_before)).toEqual({ ...before, webhook_id: Number(id), filter: null });
+    expect(JSON.parse(audit[0]!.row_before)).toEqual({
+      ...before,
+      webhook_id: Number(id),
+      filter: null,
+      ordering: null,
+    });
   });
 
   it('enables a disabled webhook', async () => {

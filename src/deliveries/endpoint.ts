@@ -11,7 +11,7 @@ import { newSchedule } from '../core/send-rate';
 import { startWithSchema } from '../platform/object-schema';
 import { allowedOrigins } from '../webhooks/url';
 import { WAIT_SECONDS } from './schedule';
-import { type Notices, type SendSettings, sendDue } from './send';
+import { type Notices, type Ordering, type SendSettings, sendDue } from './send';
 import {
   type AttemptRow,
   type DeliveryPageQuery,
@@ -42,6 +42,8 @@ export class Endpoint extends DurableObject<CloudflareBindings> {
   private readonly schedule = newSchedule();
   /** Changes of the webhook that its operations told this object about (see webhookChanged). */
   private readonly notices: Notices = { changes: 0 };
+  /** Whether the webhook was FIFO when a pass last read it (see webhookChanged). */
+  private readonly ordering: Ordering = { fifo: false };
   /** The sending passes, one after another: never two at once. */
   private sending: Promise<void> = Promise.resolve();
   /** A pass is under way: new work then only says so (`arrived`), and the pass comes back for it. */
@@ -90,8 +92,10 @@ export class Endpoint extends DurableObject<CloudflareBindings> {
    * operation once its write has committed, before it answers. A pass under way reads the webhook
    * again before its next attempt starts, so nothing that starts after the reply sends the old way.
    */
-  webhookChanged(): void {
+  async webhookChanged(): Promise<void> {
     this.notices.changes++;
+    // A FIFO endpoint waits for its head only: a pass now reads whether it still is one.
+    if (this.ordering.fifo) await this.workArrived(Date.now());
   }
 
   stats(since: string): HourCounts[] {
@@ -138,7 +142,8 @@ export class Endpoint extends DurableObject<CloudflareBindings> {
     // Should this pass die with its requests in flight, the alarm comes back for them.
     const { config } = settings;
     await this.ctx.storage.setAlarm(Date.now() + (config.timeoutSeconds + 60) * 1000);
-    const endpoint = { webhookId, storage: this.ctx.storage, schedule: this.schedule, notices: this.notices };
+    const { schedule, notices, ordering } = this;
+    const endpoint = { webhookId, storage: this.ctx.storage, schedule, notices, ordering };
     let next: number | null = null;
     this.passing = true;
     this.arrived = false;

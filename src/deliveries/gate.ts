@@ -16,12 +16,21 @@ export interface Notices {
   changes: number;
 }
 
-/** The endpoint a pass sends to: its webhook, its storage, its send rate's schedule, its notices. */
+/** Whether the webhook was FIFO as its last pass read it: when the object sends next depends on it. */
+export interface Ordering {
+  fifo: boolean;
+}
+
+/**
+ * The endpoint a pass sends to: its webhook, its storage, its send rate's schedule, its notices,
+ * its ordering as last read.
+ */
 export interface EndpointState {
   webhookId: string;
   storage: DurableObjectStorage;
   schedule: SendSchedule;
   notices: Notices;
+  ordering: Ordering;
 }
 
 /** A host's start slots handed to a pass, and when the host has room again beyond them (ms). */

@@ -3,7 +3,8 @@
 // host's budget from the application's object; then, as each attempt starts, the webhook as it
 // stands and the endpoint's own rate), dispatch (six requests at once), and record (attempts and
 // states in the object, the webhook's health in D1). Only this endpoint's object waits on its
-// requests, so a slow endpoint holds back no other.
+// requests, so a slow endpoint holds back no other. A FIFO webhook's pass takes only its head, the
+// oldest pending delivery, and only when it is due: one at a time, in the order of their ids.
 
 import type { DeliveryConfig } from '../core/delivery-settings';
 import { log } from '../core/log';
@@ -15,9 +16,9 @@ import { dispatchAll, prepareSigning } from './dispatch';
 import { type EndpointState, hostSlots, openGate, sendable } from './gate';
 import { type PassRecord, recordOf } from './record';
 import { cancelled, waiting } from './schedule';
-import { dueDeliveries, nextDue, recordDeliveries } from './store/sending';
+import { type DueDelivery, dueDeliveries, headDelivery, nextDue, recordDeliveries } from './store/sending';
 
-export type { EndpointState, Notices } from './gate';
+export type { EndpointState, Notices, Ordering } from './gate';
 
 /** Due deliveries one pass looks at. */
 export const PASS_DELIVERIES = 50;
@@ -48,12 +49,12 @@ export async function sendDue(
   { config, origins }: SendSettings,
   fetcher: typeof fetch,
 ): Promise<number | null> {
-  const { storage, webhookId } = endpoint;
+  const { storage, webhookId, ordering } = endpoint;
   const now = Date.now();
 
   // Prepare: what is due, and the webhook as D1 holds it now.
-  const due = dueDeliveries(storage.sql, iso(now), PASS_DELIVERIES);
-  if (due.length === 0) return nextDue(storage.sql);
+  let due = dueDeliveries(storage.sql, iso(now), PASS_DELIVERIES);
+  if (due.length === 0) return nextDue(storage.sql, ordering.fifo);
   let webhook: SendingRow | null;
   try {
     webhook = await retryD1(() => sendingRow(env.DB, webhookId));
@@ -64,7 +65,13 @@ export async function sendDue(
   // A webhook deleted or disabled since: its deliveries end, cancelled, without a request.
   if (!sendable(webhook)) {
     recordDeliveries(storage, [], due.map(cancelled));
-    return nextDue(storage.sql);
+    return nextDue(storage.sql, ordering.fifo);
+  }
+  // FIFO: its head only, when it is due (ended deliveries let the next one be the head).
+  ordering.fifo = webhook.ordering === 'fifo';
+  if (ordering.fifo) {
+    due = fifoDue(storage.sql, now);
+    if (due.length === 0) return nextDue(storage.sql, true);
   }
   // Cannot sign: the deliveries wait, neither attempted nor counted against any rate.
   const secretKeys = await prepareSigning(env, webhookId, webhook);
@@ -74,7 +81,7 @@ export async function sendDue(
       [],
       due.map((d) => waiting(d, now)),
     );
-    return nextDue(storage.sql);
+    return nextDue(storage.sql, ordering.fifo);
   }
 
   // Admit by rate: the host's budget for the pass (one call); each attempt is then admitted as it
@@ -95,7 +102,13 @@ export async function sendDue(
   await recordHealth(env, webhookId, webhook.failing_since, record);
   // The service disabled the webhook: the next pass reads it again (and cancels what is left).
   if (record.disable.length > 0) endpoint.notices.changes++;
-  return gate.heldUntil() ?? nextDue(storage.sql);
+  return gate.heldUntil() ?? nextDue(storage.sql, ordering.fifo);
+}
+
+/** A FIFO endpoint's due deliveries: its head when it is due, else none. */
+function fifoDue(sql: SqlStorage, now: number): DueDelivery[] {
+  const head = headDelivery(sql);
+  return head?.next_attempt_at != null && Date.parse(head.next_attempt_at) <= now ? [head] : [];
 }
 
 /**

@@ -14,7 +14,7 @@ import { lastStart, newSchedule, type SendSchedule, takeSlots } from '../core/se
 import { startWithSchema } from '../platform/object-schema';
 import { type Filters, filterTargets, matchesHere } from './filtering';
 import { holdsDeliveries, rememberEndpoints } from './store/endpoints';
-import { type EventToStore, insertEvents, type StoredEvent, webhookOf } from './store/events';
+import { type EventToStore, insertEvents, type NewDelivery, type StoredEvent, webhookOf } from './store/events';
 import { handedOver, outbox, outboxEmpty } from './store/outbox';
 import { oldestEvent, purgeEvents } from './store/retention';
 import { APPLICATION_SCHEMA } from './store/schema';
@@ -49,6 +49,8 @@ export class Application extends DurableObject<CloudflareBindings> {
   private readonly hosts = new Map<string, SendSchedule>();
   /** Endpoints noted as holding deliveries, in this instance (each is written once). */
   private readonly endpoints = new Set<string>();
+  /** Each endpoint's last handover under way: the next one to it starts after it (see handTo). */
+  private readonly handing = new Map<string, Promise<void>>();
 
   constructor(ctx: DurableObjectState, env: CloudflareBindings) {
     super(ctx, env);
@@ -180,7 +182,7 @@ export class Application extends DurableObject<CloudflareBindings> {
     await Promise.all(
       [...byWebhook].map(async ([webhookId, deliveries]) => {
         try {
-          await this.env.ENDPOINTS.getByName(webhookId).handOver(
+          await this.handTo(
             webhookId,
             deliveries.map((d) => d.delivery),
           );
@@ -192,5 +194,21 @@ export class Application extends DurableObject<CloudflareBindings> {
     );
     this.ctx.storage.transactionSync(() => handedOver(this.ctx.storage.sql, handovers, failed));
     return failed.size === 0;
+  }
+
+  /**
+   * One handover to an endpoint, after the one before it to that endpoint has ended: called in the
+   * order the events were stored (nothing awaits between storing and this call), so an endpoint is
+   * handed deliveries in the order of their ids, also when publishes run at once.
+   */
+  private handTo(webhookId: string, deliveries: NewDelivery[]): Promise<void> {
+    const before = this.handing.get(webhookId) ?? Promise.resolve();
+    const call = before.then(() => this.env.ENDPOINTS.getByName(webhookId).handOver(webhookId, deliveries));
+    const ended = call.catch(() => {});
+    this.handing.set(webhookId, ended);
+    void ended.then(() => {
+      if (this.handing.get(webhookId) === ended) this.handing.delete(webhookId);
+    });
+    return call;
   }
 }

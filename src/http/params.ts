@@ -122,6 +122,12 @@ export function rateLimitField(value: unknown): number | null {
   return value;
 }
 
+/** A webhook's `ordering`: null (none) or "fifo" (one delivery at a time, in order); 400 otherwise. */
+export function orderingField(value: unknown): 'fifo' | null {
+  if (value === null || value === 'fifo') return value;
+  throw badInput('ordering must be null or "fifo"');
+}
+
 /** The most bytes of a webhook's POST or PATCH body: room for a filter of its most bytes besides the rest. */
 export const MAX_WEBHOOK_BODY_BYTES = MAX_BODY_BYTES + FILTER_MAX_BYTES;
 

@@ -8,6 +8,7 @@ import {
   descriptionField,
   filterField,
   MAX_WEBHOOK_BODY_BYTES,
+  orderingField,
   parseIdempotencyKey,
   rateLimitField,
 } from '../http/params';
@@ -45,8 +46,8 @@ export function eventTypes(value: unknown): string | null {
 }
 
 /**
- * A registration's input: `url`, `is_enabled` (default true), `event_types`, `description` and
- * `rate_limit` (each default null).
+ * A registration's input: `url`, `is_enabled` (default true), `event_types`, `description`,
+ * `rate_limit`, `filter` and `ordering` (each default null).
  */
 export interface WebhookRegistration {
   url: string;
@@ -56,6 +57,8 @@ export interface WebhookRegistration {
   rateLimit: number | null;
   /** The filter's JSON text as sent; null: none. */
   filter: string | null;
+  /** 'fifo': one delivery at a time, in order; null: none. */
+  ordering: 'fifo' | null;
 }
 
 /** POST's input. Unknown fields are ignored. `allowed`: origins exempt from the URL's scheme and host rules. */
@@ -71,6 +74,7 @@ export function webhookRegistration(
     description = null,
     rate_limit = null,
     filter = null,
+    ordering = null,
   } = jsonObject(body);
   if (url === undefined) throw badInput('url is required');
   if (typeof url !== 'string') throw badInput('url must be a string');
@@ -82,6 +86,7 @@ export function webhookRegistration(
     description: descriptionField(description),
     rateLimit: rateLimitField(rate_limit),
     filter: filterField(filter, bytes),
+    ordering: orderingField(ordering),
   };
 }
 

@@ -2,7 +2,14 @@ import type { Context } from 'hono';
 import type { AppEnv } from '../http/app-env';
 import { jsonObject, readJsonBody } from '../http/body';
 import { badInput, conflict, notFound, success } from '../http/envelope';
-import { descriptionField, filterField, idField, MAX_WEBHOOK_BODY_BYTES, rateLimitField } from '../http/params';
+import {
+  descriptionField,
+  filterField,
+  idField,
+  MAX_WEBHOOK_BODY_BYTES,
+  orderingField,
+  rateLimitField,
+} from '../http/params';
 import { withD1 } from '../http/storage';
 import { actorOf } from './actor';
 import { eventTypes } from './create';
@@ -14,7 +21,7 @@ import { allowedOrigins, webhookUrl } from './url';
 /**
  * PATCH's input: int64 `webhook_id`, and each of `url` (POST's rules), `event_types` (null: every
  * type), `rate_limit` (1 to 1,000 or null), `description` (at most 256 characters or null) and
- * `filter` (a filter object or null) only when the body has it. Other fields are ignored.
+ * `filter` (a filter object or null) and `ordering` ("fifo" or null) only when the body has it. Other fields are ignored.
  */
 export function webhookPatch(
   body: unknown,
@@ -32,6 +39,7 @@ export function webhookPatch(
   if (Object.hasOwn(fields, 'rate_limit')) patch.rateLimit = rateLimitField(fields.rate_limit);
   if (Object.hasOwn(fields, 'description')) patch.description = descriptionField(fields.description);
   if (Object.hasOwn(fields, 'filter')) patch.filter = filterField(fields.filter, bytes);
+  if (Object.hasOwn(fields, 'ordering')) patch.ordering = orderingField(fields.ordering);
   return { webhookId, patch };
 }
 
@@ -47,7 +55,8 @@ export async function editWebhook(c: Context<AppEnv>): Promise<Response> {
   const result = await withD1(c, 'first-primary', (db) => patchWebhook(db, webhookId, patch, actorOf(c)));
   if (result.outcome === 'missing') throw notFound();
   if (result.outcome === 'duplicate') throw conflict('url is already registered for this application');
-  // A new URL (or rate): a pass under way sends its next attempts the new way.
-  if (result.changed && (patch.url !== undefined || patch.rateLimit !== undefined)) await tellEndpoint(c, webhookId);
+  // A new URL, rate or ordering: a pass under way sends its next attempts the new way.
+  const told = patch.url !== undefined || patch.rateLimit !== undefined || patch.ordering !== undefined;
+  if (result.changed && told) await tellEndpoint(c, webhookId);
   return success(c, { value: webhookJson(result.webhook) });
 }

@@ -3,7 +3,7 @@
 import { env, runInDurableObject } from 'cloudflare:test';
 import { deliveryConfig } from '../../src/core/delivery-settings';
 import type { SendSchedule } from '../../src/core/send-rate';
-import { type Notices, sendDue } from '../../src/deliveries/send';
+import { type Notices, type Ordering, sendDue } from '../../src/deliveries/send';
 import { insertDeliveries, rememberWebhook } from '../../src/deliveries/store/sending';
 import { rememberEndpoints } from '../../src/events/store/endpoints';
 import { allowedOrigins } from '../../src/webhooks/url';
@@ -139,6 +139,8 @@ export async function pendingAt(webhookId: string, appId: string, count: number)
 export const scheduleOf = (instance: unknown) => (instance as { schedule: SendSchedule }).schedule;
 /** The changes of its webhook the endpoint's object was told of (what a pass checks). */
 const noticesOf = (instance: unknown) => (instance as { notices: Notices }).notices;
+/** Whether its webhook was FIFO when a pass last read it. */
+const orderingOf = (instance: unknown) => (instance as { ordering: Ordering }).ordering;
 
 /**
  * One sending pass of the webhook's endpoint, in its object, with its own schedule and these
@@ -148,7 +150,13 @@ export function sendPass(webhookId: string, settings: Record<string, string> = {
   return runInDurableObject(endpointOf(webhookId), (instance, state) => {
     const bindings = { ...env, ...settings } as CloudflareBindings;
     return sendDue(
-      { webhookId, storage: state.storage, schedule: scheduleOf(instance), notices: noticesOf(instance) },
+      {
+        webhookId,
+        storage: state.storage,
+        schedule: scheduleOf(instance),
+        notices: noticesOf(instance),
+        ordering: orderingOf(instance),
+      },
       bindings,
       { config: deliveryConfig(bindings), origins: allowedOrigins(bindings) },
       (input, init) => fetch(input, init),

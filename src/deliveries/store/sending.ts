@@ -93,12 +93,14 @@ export interface DeliveryToAttempt extends DueDelivery {
   previous_secret_until: string | null;
 }
 
+const DUE_COLUMNS = `CAST(delivery_id AS TEXT) AS delivery_id, status, attempts, schedule_start, next_attempt_at,
+  app_id, message_id, payload`;
+
 /** Pending deliveries due by `until`, the longest waiting first, at most `limit`. */
 export function dueDeliveries(sql: SqlStorage, until: string, limit: number): DueDelivery[] {
   return sql
     .exec<DueDelivery & Record<string, SqlStorageValue>>(
-      `SELECT CAST(delivery_id AS TEXT) AS delivery_id, status, attempts, schedule_start, next_attempt_at, app_id,
-         message_id, payload
+      `SELECT ${DUE_COLUMNS}
        FROM deliveries
        WHERE status = 'pending' AND next_attempt_at <= ?1
        ORDER BY next_attempt_at, delivery_id
@@ -109,8 +111,33 @@ export function dueDeliveries(sql: SqlStorage, until: string, limit: number): Du
     .toArray();
 }
 
-/** When the earliest pending delivery is due (ms), or null when none is pending. */
-export function nextDue(sql: SqlStorage): number | null {
+/**
+ * The head of a FIFO endpoint: its oldest pending delivery (the smallest id), or undefined when
+ * none is pending. Read through the index of pending deliveries, so the deliveries that ended are
+ * never scanned.
+ */
+export function headDelivery(sql: SqlStorage): DueDelivery | undefined {
+  const [head] = sql
+    .exec<DueDelivery & Record<string, SqlStorageValue>>(
+      `SELECT ${DUE_COLUMNS}
+       FROM deliveries INDEXED BY deliveries_due
+       WHERE status = 'pending'
+       ORDER BY delivery_id
+       LIMIT 1`,
+    )
+    .toArray();
+  return head;
+}
+
+/**
+ * When the endpoint has work next (ms), or null when none is pending: when the earliest pending
+ * delivery is due, or, for a FIFO endpoint (`fifo`), when its head is.
+ */
+export function nextDue(sql: SqlStorage, fifo = false): number | null {
+  if (fifo) {
+    const at = headDelivery(sql)?.next_attempt_at;
+    return at == null ? null : Date.parse(at);
+  }
   const [row] = sql
     .exec<{ at: string | null }>(`SELECT MIN(next_attempt_at) AS at FROM deliveries WHERE status = 'pending'`)
     .toArray();

@@ -13,6 +13,8 @@ export interface WebhookPatch {
   description?: string | null;
   /** The filter's JSON text as sent; null: none. */
   filter?: string | null;
+  /** 'fifo' or null (none). */
+  ordering?: 'fifo' | null;
 }
 
 export type PatchOutcome =
@@ -22,11 +24,11 @@ export type PatchOutcome =
   /** The webhook as it stands now; `changed`: this call changed it (and recorded that). */
   | { outcome: 'patched'; webhook: WebhookRow; changed: boolean };
 
-// ?3 ?5 ?7 ?9 ?11: whether url, event_types, rate_limit, description, filter are given; ?4 ?6 ?8
-// ?10 ?12 their values.
+// ?3 ?5 ?7 ?9 ?11 ?13: whether url, event_types, rate_limit, description, filter, ordering are
+// given; ?4 ?6 ?8 ?10 ?12 ?14 their values.
 const CHANGES = `((?3 = 1 AND url IS NOT ?4) OR (?5 = 1 AND event_types IS NOT ?6)
   OR (?7 = 1 AND rate_limit IS NOT ?8) OR (?9 = 1 AND description IS NOT ?10)
-  OR (?11 = 1 AND filter IS NOT ?12))`;
+  OR (?11 = 1 AND filter IS NOT ?12) OR (?13 = 1 AND ordering IS NOT ?14))`;
 // A new URL that another of the application's webhooks has (its own URL is no change).
 const TAKEN = `(?3 = 1 AND url IS NOT ?4 AND EXISTS (
   SELECT 1 FROM webhooks AS other
@@ -58,12 +60,14 @@ export async function patchWebhook(
     patch.description ?? null,
     given('filter'),
     patch.filter ?? null,
+    given('ordering'),
+    patch.ordering ?? null,
   ];
   const [, update, after] = await db.batch<Record<string, unknown>>([
     db
       .prepare(
         `INSERT INTO webhook_audit (${AUDIT_COLUMNS})
-         SELECT webhook_id, app_id, 'update', ${ROW_JSON}, ?2, ?13, ?14
+         SELECT webhook_id, app_id, 'update', ${ROW_JSON}, ?2, ?15, ?16
          FROM webhooks
          WHERE ${OWNED} AND ${CHANGES} AND NOT ${TAKEN}`,
       )
@@ -78,6 +82,7 @@ export async function patchWebhook(
            rate_limit = CASE WHEN ?7 = 1 THEN ?8 ELSE rate_limit END,
            description = CASE WHEN ?9 = 1 THEN ?10 ELSE description END,
            filter = CASE WHEN ?11 = 1 THEN ?12 ELSE filter END,
+           ordering = CASE WHEN ?13 = 1 THEN ?14 ELSE ordering END,
            updated_at = ${NOW}
          WHERE ${OWNED} AND ${CHANGES} AND NOT ${TAKEN}`,
       )

@@ -58,13 +58,16 @@ export interface SendingRow {
   rate_limit: number | null;
   /** The first failure since the last success (null while healthy). */
   failing_since: string | null;
+  /** 'fifo': one delivery at a time, in order; null: none. */
+  ordering: string | null;
 }
 
 /** The webhook as sending needs it, or null when it is gone. */
 export function sendingRow(db: Db, webhookId: string): Promise<SendingRow | null> {
   return db
     .prepare(
-      `SELECT app_id, url, is_enabled, secret, previous_secret, previous_secret_until, rate_limit, failing_since
+      `SELECT app_id, url, is_enabled, secret, previous_secret, previous_secret_until, rate_limit, failing_since,
+         ordering
        FROM webhooks WHERE webhook_id = CAST(?1 AS INTEGER)`,
     )
     .bind(webhookId)

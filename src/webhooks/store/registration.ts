@@ -13,6 +13,8 @@ export interface NewWebhook {
   rateLimit: number | null;
   /** Its content filter's JSON text as sent; null or absent: none. */
   filter?: string | null;
+  /** 'fifo': one delivery at a time, in order; null or absent: none. */
+  ordering?: 'fifo' | null;
   /** Its signing secret, encrypted. */
   sealedSecret: string;
   /** The most webhooks the application may have (WEBHOOKS_PER_APP). */
@@ -59,8 +61,8 @@ export async function createWebhook(db: Db, hook: NewWebhook, actor: Actor): Pro
   const statements = [
     db
       .prepare(
-        `INSERT INTO webhooks (app_id, url, is_enabled, event_types, secret, description, rate_limit, filter)
-         SELECT ?1, ?2, ?3, ?7, ?8, ?9, ?10, ?11
+        `INSERT INTO webhooks (app_id, url, is_enabled, event_types, secret, description, rate_limit, filter, ordering)
+         SELECT ?1, ?2, ?3, ?7, ?8, ?9, ?10, ?11, ?12
          WHERE NOT EXISTS (SELECT 1 FROM webhook_audit WHERE write_id = ?4)
            AND NOT EXISTS (SELECT 1 FROM idempotency_keys WHERE app_id = ?1 AND idem_key = ?6)
            AND NOT EXISTS (SELECT 1 FROM webhooks WHERE app_id = ?1 AND url_checked = 0)
@@ -79,6 +81,7 @@ export async function createWebhook(db: Db, hook: NewWebhook, actor: Actor): Pro
         hook.description,
         hook.rateLimit,
         hook.filter ?? null,
+        hook.ordering ?? null,
       ),
     // changes() is the insert's count: 0 when it made nothing, and then last_insert_rowid() is stale.
     db

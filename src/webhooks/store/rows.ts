@@ -16,7 +16,8 @@ export const NOW = `strftime('%Y-%m-%dT%H:%M:%fZ', 'now')`;
 export const ROW_JSON = `json_object(
     'webhook_id', webhook_id, 'app_id', app_id, 'url', url, 'is_enabled', is_enabled,
     'event_types', json(event_types), 'created_at', created_at, 'updated_at', updated_at,
-    'description', description, 'rate_limit', rate_limit, 'filter', json(filter))`;
+    'description', description, 'rate_limit', rate_limit, 'filter', json(filter),
+    'ordering', ordering)`;
 
 /** A webhook as the store returns it: the id as decimal text, `is_enabled` as stored (0/1). */
 export interface WebhookRow {
@@ -32,6 +33,8 @@ export interface WebhookRow {
   rate_limit: number | null;
   /** Its content filter, the JSON text as sent; null: none (and in rows recorded before filters). */
   filter: string | null;
+  /** 'fifo': one delivery at a time, in order; null: none (and in rows recorded before ordering). */
+  ordering: string | null;
 }
 
 /**
@@ -48,6 +51,7 @@ const rowColumns = (column: (name: string) => string = (name) => name, prefix = 
     'description',
     'rate_limit',
     'filter',
+    'ordering',
   ]
     .map((name) => `${column(name)} AS ${prefix}${name}`)
     .join(', ')}`;
@@ -70,6 +74,7 @@ export function prefixed(row: Record<string, unknown>, prefix: string): WebhookR
     description: pick('description') ?? null,
     rate_limit: pick('rate_limit') ?? null,
     filter: pick('filter') ?? null,
+    ordering: pick('ordering') ?? null,
   } as WebhookRow;
 }
 
