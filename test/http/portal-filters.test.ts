@@ -85,7 +85,9 @@ const button = (page: Page, name: string) => page.getByRole('button', { name, ex
 /** The text of the facts' entry named `term` (Filter, Ordering). */
 const fact = (page: Page, term: string) => page.locator(`dl.facts dt:text-is("${term}") + dd`);
 
+// The catalog's NEW_NFT example: its contract and owner.
 const CONTRACT = '0x5a1f8e1b7c3d9a2e4f60718293a4b5c6d7e8f901';
+const OWNER = '0x8ba1f109551bd432803012645ac136ddd64dba72';
 
 describe('the portal: filters, ordering and value sets', () => {
   it('a filter edited in the form is saved as typed and shown on the page as formatted JSON; None when cleared', async () => {
@@ -123,6 +125,32 @@ describe('the portal: filters, ordering and value sets', () => {
     await button(page, 'Save').click();
     await expect.poll(() => fact(page, 'Filter').textContent()).toBe('None');
     expect((await stored(app, id)).filter).toBeNull();
+  });
+
+  it('Ordering: FIFO chosen in the Edit form is saved and shown; Unordered again saves null', async () => {
+    const app = appOf('ordering');
+    const id = await register(app, 'ordering', { filter: { type: 'NEW_NFT' } });
+    const page = await openEndpoint(await tokenFor(app), id);
+    expect(await fact(page, 'Ordering').textContent()).toBe('Unordered');
+    const patches: string[] = [];
+    page.on('request', (r) => {
+      if (r.method() === 'PATCH') patches.push(r.postData() ?? '');
+    });
+    await button(page, 'Edit').click();
+    await page.getByLabel('Ordering', { exact: true }).selectOption({ label: 'FIFO' });
+    await button(page, 'Save').click();
+    await expect.poll(() => fact(page, 'Ordering').textContent()).toBe('FIFO');
+    expect((await stored(app, id)).ordering).toBe('fifo');
+    // The filter was not touched, so it was not sent.
+    expect(JSON.parse(patches[0] ?? '{}')).not.toHaveProperty('filter');
+    expect((await stored(app, id)).filter).toEqual({ type: 'NEW_NFT' });
+
+    await button(page, 'Edit').click();
+    expect(await page.getByLabel('Ordering', { exact: true }).inputValue()).toBe('fifo');
+    await page.getByLabel('Ordering', { exact: true }).selectOption({ label: 'Unordered' });
+    await button(page, 'Save').click();
+    await expect.poll(() => fact(page, 'Ordering').textContent()).toBe('Unordered');
+    expect((await stored(app, id)).ordering).toBeNull();
   });
 
   it("an invalid filter is refused: the service's reason is shown by the form, as text, and nothing is saved", async () => {
@@ -208,7 +236,6 @@ describe('the portal: filters, ordering and value sets', () => {
     expect(await setSize(app, id)).toBe(2500);
     expect(await values.inputValue()).toBe('');
 
-    // The set is what $in_set reads: Try filter finds the catalog example's owner only once it is in.
     calls.length = 0;
     await values.fill(`${addresses[0]} ${addresses[1]},${addresses[2]}`);
     await button(page, 'Remove values').click();
@@ -223,17 +250,28 @@ describe('the portal: filters, ordering and value sets', () => {
     expect(await page.getByRole('alert').textContent()).toMatch(/HTTP 400/);
     expect(await setSize(app, id)).toBe(2497);
     await page.getByText('Value set: 2,497 values').waitFor();
+
+    // The set is what $in_set reads: Try filter finds the catalog example's owner once it is in (any case).
+    await button(page, 'Edit').click();
+    await page.getByLabel('Example event type').selectOption('NEW_NFT');
+    await button(page, 'Try filter').click();
+    await expect.poll(() => page.locator('.try-outcome').textContent()).toBe('Does not match');
+    await values.fill(OWNER.toUpperCase().replace('0X', '0x'));
+    await button(page, 'Add values').click();
+    await page.getByText('Value set: 2,498 values').waitFor();
+    await button(page, 'Try filter').click();
+    await expect.poll(() => page.locator('.try-outcome').textContent()).toBe('Matches');
   });
 
   it('a read-only link shows the filter, ordering and set size, and no control that edits them', async () => {
     const app = appOf('ro');
     const filter = { 'data.token_id': { $gte: '100', $lt: '200' } };
-    const id = await register(app, 'ro', { filter });
+    const id = await register(app, 'ro', { filter, ordering: 'fifo' });
     expect((await api(app, 'POST', `${PATH}/values`, { webhook_id: id, add: ['a', 'b', 'c'] })).status).toBe(200);
     const page = await openEndpoint(await tokenFor(app, 'webhooks:read'), id);
     await page.getByText('Value set: 3 values').waitFor();
     expect(JSON.parse((await fact(page, 'Filter').textContent()) ?? '')).toEqual(filter);
-    expect(await fact(page, 'Ordering').textContent()).toBe('Unordered');
+    expect(await fact(page, 'Ordering').textContent()).toBe('FIFO');
     for (const name of ['Edit', 'Save', 'Add values', 'Remove values', 'Try filter']) {
       expect(await button(page, name).count(), name).toBe(0);
     }
