@@ -263,6 +263,28 @@ describe('the portal: filters, ordering and value sets', () => {
     await expect.poll(() => page.locator('.try-outcome').textContent()).toBe('Matches');
   });
 
+  it('a set of 100,000 values refuses more: the 409 is shown as text, and the count stays', async () => {
+    const app = appOf('full');
+    const id = await register(app, 'full');
+    for (let chunk = 0; chunk < 100; chunk += 1) {
+      const add = Array.from({ length: 1000 }, (_, i) => `v${chunk * 1000 + i}`);
+      const res = await api(app, 'POST', `${PATH}/values`, { webhook_id: id, add });
+      expect(res.status, res.text).toBe(200);
+    }
+    const page = await openEndpoint(await tokenFor(app), id);
+    await page.getByText('Value set: 100,000 values').waitFor();
+    await page.getByLabel('Values', { exact: true }).fill('v1\nnew-one');
+    await button(page, 'Add values').click();
+    await page.getByRole('alert').filter({ hasText: 'HTTP 409' }).waitFor();
+    expect(await setSize(app, id)).toBe(100_000);
+    expect(await page.getByText('Value set: 100,000 values').count()).toBe(1);
+    // Removing still works at the limit.
+    await page.getByLabel('Values', { exact: true }).fill('v1, v2');
+    await button(page, 'Remove values').click();
+    await page.getByText('Value set: 99,998 values').waitFor();
+    expect(await setSize(app, id)).toBe(99_998);
+  }, 120_000);
+
   it('a read-only link shows the filter, ordering and set size, and no control that edits them', async () => {
     const app = appOf('ro');
     const filter = { 'data.token_id': { $gte: '100', $lt: '200' } };
