@@ -26,7 +26,12 @@ describe('DELETE /v1.0/app/nft/webhook', () => {
       actor_jti: 'token-1',
       request_id: 'req-delete-1',
     });
-    expect(JSON.parse(audit[0]!.row_before)).toEqual({ ...before, webhook_id: Number(id), filter: null });
+    expect(JSON.parse(audit[0]!.row_before)).toEqual({
+      ...before,
+      webhook_id: Number(id),
+      filter: null,
+      ordering: null,
+    });
   });
 
   it('answers success again when the owner deletes it twice, with one audit record', async () => {

@@ -273,6 +273,58 @@ describe.concurrent('deliveries over real HTTP: wrangler dev, its local queues, 
     await until('the receiver to see its request abandoned', () => (first as Received).abandoned, slowMs);
     expect(receiver.requests('/slow')).toHaveLength(1);
   });
+
+  it("sends a FIFO webhook one at a time, in the batch's order; a failing third event holds the rest", async () => {
+    const app = appOf('fifo');
+    const created = await call('POST', PATH, app, JSON.stringify({ url: receiver.url('/fifo'), ordering: 'fifo' }));
+    expect(created.status, created.text).toBe(201);
+    const { webhook_id: webhookId, ordering } = JSON.parse(created.text).value as {
+      webhook_id: number;
+      ordering: string;
+    };
+    expect(ordering).toBe('fifo');
+    const numberOf = (r: Received) => (JSON.parse(r.body.toString('utf8')) as { data: { n: number } }).data.n;
+    let thirds = 0;
+    receiver.answer('/fifo', (_n, request) => ({
+      status: numberOf(request) === 3 && ++thirds <= 2 ? 503 : 200,
+      delayMs: 30,
+    }));
+    const events = Array.from({ length: 20 }, (_, i) => ({
+      app_id: app,
+      type: 'NEW_NFT',
+      id: `f${i + 1}`,
+      data: { n: i + 1 },
+    }));
+    const published = await api.call(
+      'POST',
+      '/v1.0/platform/nft/events',
+      'http-platform',
+      JSON.stringify({ events }),
+      'events:publish',
+    );
+    expect(published.status, published.text).toBe(202);
+
+    // While the third waits for its retry, the ones behind it are pending and not attempted.
+    const held = await logUntil(app, webhookId, 'the third failed once', (l) => l.some((d) => d.last_status === 503));
+    expect(held.filter((d) => d.status === 'succeeded')).toHaveLength(2);
+    expect(held.filter((d) => d.attempts === 0).map((d) => d.status)).toEqual(Array(17).fill('pending'));
+
+    const requests = await receiver.waitFor('/fifo', 22, 30_000);
+    expect(requests.map(numberOf)).toEqual([1, 2, 3, 3, 3, ...Array.from({ length: 17 }, (_, i) => i + 4)]);
+    // One at a time: each request came after the one before it had been answered.
+    for (let i = 1; i < requests.length; i++) {
+      expect(requests[i]!.at - requests[i - 1]!.at).toBeGreaterThanOrEqual(25);
+    }
+    await sleep(GRACE_MS);
+    expect(receiver.requests('/fifo')).toHaveLength(22);
+    const log = await logUntil(
+      app,
+      webhookId,
+      'all 20 succeeded',
+      (l) => l.filter((d) => d.status === 'succeeded').length === 20,
+    );
+    expect(log).toHaveLength(20);
+  });
 });
 
 describe('the Cron Trigger over HTTP (GET /__scheduled, wrangler dev --test-scheduled)', () => {
