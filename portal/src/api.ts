@@ -2,6 +2,7 @@
 // only, the token as Authorization: Bearer), exact int64 ids, and the service's reasons.
 
 import { isReadOnly, scopesOf } from '../../src/core/scopes';
+import { objectTextAt } from './json-text';
 
 const TOKEN_KEY = 'nft-webhook-portal.token';
 /** A token is a signed JWT: three base64url parts (JWS compact). Anything else is no token. */
@@ -135,11 +136,18 @@ function envelopeOf(text: string): Envelope | null {
   }
 }
 
-/** One call to this service's API; the envelope's `value`. A 401 means the link has expired. */
-export async function call<T>(method: string, path: string, { query, body }: { query?: Query; body?: unknown } = {}) {
+/**
+ * One call to this service's API; the envelope's `value`. A 401 means the link has expired. `json`
+ * is a body already written as JSON text (sent as it is: a filter keeps every digit it was typed with).
+ */
+export async function call<T>(
+  method: string,
+  path: string,
+  { query, body, json }: { query?: Query; body?: unknown; json?: string } = {},
+) {
   const headers: Record<string, string> = {};
   if (token !== null) headers.authorization = `Bearer ${token}`;
-  if (body !== undefined) headers['content-type'] = 'application/json';
+  if (body !== undefined || json !== undefined) headers['content-type'] = 'application/json';
   if (method === 'GET' && bookmark !== null) headers['x-d1-bookmark'] = bookmark;
   const params = new URLSearchParams();
   for (const [k, v] of Object.entries(query ?? {})) if (v !== undefined && v !== '') params.set(k, v);
@@ -150,7 +158,7 @@ export async function call<T>(method: string, path: string, { query, body }: { q
     res = await fetch(`/v1.0/app/nft/${path}${search}`, {
       method,
       headers,
-      body: body === undefined ? undefined : stringifyJson(body),
+      body: json ?? (body === undefined ? undefined : stringifyJson(body)),
       credentials: 'omit',
       cache: 'no-store',
       referrerPolicy: 'no-referrer',
@@ -167,7 +175,12 @@ export async function call<T>(method: string, path: string, { query, body }: { q
     const reason = res.headers.get('x-error-detail') ?? envelope?.message ?? res.statusText ?? 'failed';
     throw new ApiError(res.status, typeof envelope?.return === 'number' ? envelope.return : null, reason);
   }
-  return envelope.value as T;
+  const value = envelope.value;
+  // A webhook's filter, as its text: shown with every digit it was stored with.
+  if (typeof value === 'object' && value !== null && 'filter' in value && value.filter !== null) {
+    Object.assign(value, { filter_text: objectTextAt(text, 'filter') });
+  }
+  return value as T;
 }
 
 export interface Webhook {
@@ -177,6 +190,12 @@ export interface Webhook {
   event_types: string[] | null;
   description?: string | null;
   rate_limit?: number | null;
+  /** The content filter, as the service stores it; null: none. */
+  filter?: Record<string, unknown> | null;
+  /** `fifo`: one delivery at a time, in order; null: unordered. */
+  ordering?: 'fifo' | null;
+  /** The filter's JSON text as the service sent it (the page adds it): every digit kept. */
+  filter_text?: string | null;
   created_at: string;
   updated_at: string;
   secret?: string;

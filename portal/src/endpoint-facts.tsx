@@ -1,5 +1,6 @@
 // The endpoint's page, its head: the URL as the heading, and what the endpoint is.
 import type { Webhook } from './api';
+import { filterText, orderingText } from './endpoint-filter';
 import { eventTypesText } from './endpoints';
 import { Heading, Time } from './ui';
 
@@ -22,6 +23,10 @@ export function EndpointFacts({ webhook }: { webhook: Webhook }) {
         <dd>{eventTypesText(webhook.event_types)}</dd>
         <dt>Rate limit</dt>
         <dd>{webhook.rate_limit == null ? 'The service’s own' : `${webhook.rate_limit} a second`}</dd>
+        <dt>Filter</dt>
+        <dd>{webhook.filter == null ? 'None' : <pre class="filter-json">{filterText(webhook)}</pre>}</dd>
+        <dt>Ordering</dt>
+        <dd>{orderingText(webhook.ordering)}</dd>
         <dt>Created</dt>
         <dd>
           <Time iso={webhook.created_at} />

@@ -1,7 +1,9 @@
 // The form that adds an endpoint (Create) or edits one (Save): URL, description, event types
-// (one checkbox per type of the catalog; none ticked: every type) and rate limit.
+// (one checkbox per type of the catalog; none ticked: every type) and rate limit; editing, also the
+// filter and ordering (endpoint-filter), each sent only when changed.
 import { useEffect, useState } from 'hono/jsx/dom';
-import { ApiError, type EventType, eventTypes, type Webhook } from './api';
+import { type EventType, eventTypes, type Webhook } from './api';
+import { FilterFields, filterJson, initialFilterText, isFilterError } from './endpoint-filter';
 import { ErrorText } from './ui';
 
 export interface EndpointFields {
@@ -9,6 +11,10 @@ export interface EndpointFields {
   description: string | null;
   event_types: string[] | null;
   rate_limit: number | null;
+  /** The filter as JSON text to send as typed (null: none); absent: unchanged. */
+  filter?: string | null;
+  /** Absent: unchanged. */
+  ordering?: 'fifo' | null;
 }
 
 export function EndpointForm({
@@ -43,14 +49,21 @@ export function EndpointForm({
     setBusy(true);
     setError(null);
     try {
-      await onSubmit({
+      const fields: EndpointFields = {
         url: String(form.get('url') ?? '').trim(),
         description: description === '' ? null : description,
         event_types: chosen.length === 0 ? null : chosen,
         rate_limit: rate === '' ? null : Number(rate),
-      });
+      };
+      if (initial !== undefined) {
+        const filter = String(form.get('filter') ?? '');
+        if (filter.trim() !== initialFilterText(initial).trim()) fields.filter = filterJson(filter);
+        const ordering = form.get('ordering') === 'fifo' ? 'fifo' : null;
+        if (ordering !== (initial.ordering ?? null)) fields.ordering = ordering;
+      }
+      await onSubmit(fields);
     } catch (err) {
-      setError(err instanceof ApiError ? err : new Error(String(err)));
+      setError(err instanceof Error ? err : new Error(String(err)));
     } finally {
       setBusy(false);
     }
@@ -96,7 +109,8 @@ export function EndpointForm({
         <input name="rate_limit" type="number" min={1} max={1000} step={1} value={initial?.rate_limit ?? ''} />
         <span class="hint">Deliveries per second at most (1 to 1,000); empty: the service's own limit.</span>
       </label>
-      <ErrorText error={error} />
+      {initial !== undefined ? <FilterFields webhook={initial} catalog={catalog ?? []} error={error} /> : null}
+      {isFilterError(error) ? null : <ErrorText error={error} />}
       <div class="actions">
         <button type="submit" class="primary" disabled={busy}>
           {submitLabel}

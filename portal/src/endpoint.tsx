@@ -1,8 +1,8 @@
 // The endpoint's page: what it is (endpoint-facts), the controls that change it (endpoint-actions,
-// with its dialogs and forms; none on a read-only link), the edit form, its health and its
-// deliveries (deliveries).
+// with its dialogs and forms; none on a read-only link), the edit form, its value set (value-set),
+// its health and its deliveries (deliveries).
 import { useEffect, useState } from 'hono/jsx/dom';
-import { call, type EventType, eventTypes, type Webhook } from './api';
+import { call, type EventType, eventTypes, stringifyJson, type Webhook } from './api';
 import { Deliveries } from './deliveries';
 import { EndpointActions, useActions } from './endpoint-actions';
 import { EndpointFacts } from './endpoint-facts';
@@ -10,6 +10,7 @@ import { type EndpointFields, EndpointForm } from './endpoint-form';
 import { Health } from './health';
 import { paths } from './router';
 import { ErrorText, Heading, Link, Notice } from './ui';
+import { ValueSet } from './value-set';
 
 export function EndpointPage({ id, readOnly }: { id: string; readOnly: boolean }) {
   const [webhook, setWebhook] = useState<Webhook | null>(null);
@@ -44,8 +45,11 @@ export function EndpointPage({ id, readOnly }: { id: string; readOnly: boolean }
     );
   }
 
-  const save = async (fields: EndpointFields) => {
-    const updated = await call<Webhook>('PATCH', 'webhook', { body: { webhook_id: id, ...fields } });
+  const save = async ({ filter, ...fields }: EndpointFields) => {
+    // The filter goes as typed (every digit kept), spliced into the JSON of the other fields.
+    const rest = stringifyJson({ webhook_id: id, ...fields });
+    const json = filter === undefined ? rest : `${rest.slice(0, -1)},"filter":${filter ?? 'null'}}`;
+    const updated = await call<Webhook>('PATCH', 'webhook', { json });
     setWebhook(updated);
     setEditing(false);
     setNotice('Saved.');
@@ -81,6 +85,7 @@ export function EndpointPage({ id, readOnly }: { id: string; readOnly: boolean }
         />
       )}
 
+      <ValueSet id={id} readOnly={readOnly} />
       <Health id={id} version={version} />
       <Deliveries id={id} version={version} catalog={catalog} />
     </main>

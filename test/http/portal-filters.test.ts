@@ -1,0 +1,334 @@
+// The endpoint page's content filter, ordering and value set in a real browser (the vitest project
+// `browser`, as test/http/portal.test.ts): a filter edited and shown, a refused one with the
+// service's reason and nothing saved, Try filter against the catalog's examples, values pasted and
+// counted, a read-only link without any of the controls, and the page at 390 px. What the page did
+// is checked through the API too.
+import { randomBytes } from 'node:crypto';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
+import { launchBrowser } from './browser';
+import { PATH, tokenFor } from './client';
+
+const base = inject('baseUrl');
+
+let browser: Browser;
+beforeAll(async () => {
+  browser = await launchBrowser();
+}, 120_000);
+afterAll(async () => {
+  await browser?.close();
+});
+
+const contexts: { context: BrowserContext; errors: string[] }[] = [];
+afterEach(async () => {
+  for (const { context, errors } of contexts.splice(0)) {
+    await context.close();
+    expect(errors).toEqual([]);
+  }
+});
+
+const appOf = (name: string) => `portal-filters-${name}-${randomBytes(3).toString('hex')}`;
+
+/** Calls the API as `appId`; the status and the envelope's value. */
+async function api<T = unknown>(appId: string, method: string, path: string, body?: unknown) {
+  const res = await fetch(`${base}${path}`, {
+    method,
+    headers: {
+      authorization: `Bearer ${await tokenFor(appId)}`,
+      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+    },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await res.text();
+  return { status: res.status, value: (JSON.parse(text) as { value?: T }).value as T, text };
+}
+
+/** A webhook of `appId` (its id), with `extra` fields. */
+async function register(appId: string, name: string, extra: Record<string, unknown> = {}) {
+  const res = await api<{ webhook_id: number }>(appId, 'POST', PATH, {
+    url: `https://hooks.example.com/${name}`,
+    ...extra,
+  });
+  expect(res.status, res.text).toBe(201);
+  return res.value.webhook_id;
+}
+
+/** The webhook as the API shows it. */
+async function stored(appId: string, id: number) {
+  const res = await api<Record<string, unknown>>(appId, 'GET', `${PATH}?webhook_id=${id}`);
+  expect(res.status, res.text).toBe(200);
+  return res.value;
+}
+
+/** The set's size as the API counts it. */
+async function setSize(appId: string, id: number) {
+  const res = await api<{ count: number }>(appId, 'GET', `${PATH}/values?webhook_id=${id}&limit=1`);
+  expect(res.status, res.text).toBe(200);
+  return res.value.count;
+}
+
+/** Opens the endpoint's page in a fresh context with `token`. */
+async function openEndpoint(token: string, id: number, { width = 1280, height = 800 } = {}) {
+  const context = await browser.newContext({ viewport: { width, height } });
+  context.setDefaultTimeout(10_000);
+  const page = await context.newPage();
+  const errors: string[] = [];
+  page.on('pageerror', (e) => errors.push(e.message));
+  contexts.push({ context, errors });
+  await page.goto(`${base}/portal/endpoints/${id}#token=${token}`);
+  await page.getByRole('heading', { level: 1 }).waitFor();
+  await page.getByText(/^Value set: /).waitFor();
+  return page;
+}
+
+const button = (page: Page, name: string) => page.getByRole('button', { name, exact: true });
+/** The text of the facts' entry named `term` (Filter, Ordering). */
+const fact = (page: Page, term: string) => page.locator(`dl.facts dt:text-is("${term}") + dd`);
+
+// The catalog's NEW_NFT example: its contract and owner.
+const CONTRACT = '0x5a1f8e1b7c3d9a2e4f60718293a4b5c6d7e8f901';
+const OWNER = '0x8ba1f109551bd432803012645ac136ddd64dba72';
+
+describe('the portal: filters, ordering and value sets', () => {
+  it('a filter edited in the form is saved as typed and shown on the page as formatted JSON; None when cleared', async () => {
+    const app = appOf('edit');
+    const id = await register(app, 'edit');
+    const page = await openEndpoint(await tokenFor(app), id);
+    expect(await fact(page, 'Filter').textContent()).toBe('None');
+    expect(await fact(page, 'Ordering').textContent()).toBe('Unordered');
+
+    await button(page, 'Edit').click();
+    const filter = page.getByLabel('Filter', { exact: true });
+    expect(await filter.inputValue()).toBe('');
+    // A price floor in wei past 2^53: sent as typed, every digit kept.
+    const typed = `{"data.contract": "${CONTRACT}", "data.price": {"$gte": 12345678901234567890123}}`;
+    await filter.fill(typed);
+    await button(page, 'Save').click();
+    await page.getByRole('status').filter({ hasText: 'Saved.' }).waitFor();
+
+    const after = await stored(app, id);
+    expect(Object.keys(after.filter as object)).toEqual(['data.contract', 'data.price']);
+    // The stored filter keeps every digit (a double would have rounded them).
+    const raw = await api(app, 'GET', `${PATH}?webhook_id=${id}`);
+    expect(raw.text).toContain(
+      `"filter":{"data.contract":"${CONTRACT}","data.price":{"$gte":12345678901234567890123}}`,
+    );
+    const shown = await fact(page, 'Filter').textContent();
+    expect(JSON.parse(shown ?? '')).toMatchObject({ 'data.contract': CONTRACT });
+    expect(shown).toContain('\n  "data.contract"');
+    expect(shown).toContain('"$gte": 12345678901234567890123');
+
+    // Editing again starts from the stored filter; an empty Filter saves null, shown as None.
+    await button(page, 'Edit').click();
+    expect(JSON.parse(await filter.inputValue())).toMatchObject({ 'data.contract': CONTRACT });
+    await filter.fill('');
+    await button(page, 'Save').click();
+    await expect.poll(() => fact(page, 'Filter').textContent()).toBe('None');
+    expect((await stored(app, id)).filter).toBeNull();
+  });
+
+  it('Ordering: FIFO chosen in the Edit form is saved and shown; Unordered again saves null', async () => {
+    const app = appOf('ordering');
+    const id = await register(app, 'ordering', { filter: { type: 'NEW_NFT' } });
+    const page = await openEndpoint(await tokenFor(app), id);
+    expect(await fact(page, 'Ordering').textContent()).toBe('Unordered');
+    const patches: string[] = [];
+    page.on('request', (r) => {
+      if (r.method() === 'PATCH') patches.push(r.postData() ?? '');
+    });
+    await button(page, 'Edit').click();
+    await page.getByLabel('Ordering', { exact: true }).selectOption({ label: 'FIFO' });
+    await button(page, 'Save').click();
+    await expect.poll(() => fact(page, 'Ordering').textContent()).toBe('FIFO');
+    expect((await stored(app, id)).ordering).toBe('fifo');
+    // The filter was not touched, so it was not sent.
+    expect(JSON.parse(patches[0] ?? '{}')).not.toHaveProperty('filter');
+    expect((await stored(app, id)).filter).toEqual({ type: 'NEW_NFT' });
+
+    await button(page, 'Edit').click();
+    expect(await page.getByLabel('Ordering', { exact: true }).inputValue()).toBe('fifo');
+    await page.getByLabel('Ordering', { exact: true }).selectOption({ label: 'Unordered' });
+    await button(page, 'Save').click();
+    await expect.poll(() => fact(page, 'Ordering').textContent()).toBe('Unordered');
+    expect((await stored(app, id)).ordering).toBeNull();
+  });
+
+  it("an invalid filter is refused: the service's reason is shown by the form, as text, and nothing is saved", async () => {
+    const app = appOf('refused');
+    const saved = { type: 'NEW_NFT' };
+    const id = await register(app, 'refused', { filter: saved, description: 'before' });
+    const page = await openEndpoint(await tokenFor(app), id);
+    await button(page, 'Edit').click();
+    await page.getByLabel('Description', { exact: true }).fill('after');
+    const filter = page.getByLabel('Filter', { exact: true });
+    await filter.fill('{"$or": [{"type": "NEW_NFT"}, {"data.price": {"$gte": "<b>ten</b>"}}]}');
+    await button(page, 'Save').click();
+    const alert = page.getByRole('alert');
+    await alert.waitFor();
+    const reason = await alert.textContent();
+    expect(reason).toContain('filter.$or.1.data.price.$gte');
+    expect(reason).toContain('HTTP 400');
+    expect(await filter.getAttribute('aria-invalid')).toBe('true');
+    expect(await page.locator('form b').count()).toBe(0);
+    // The form stays open with what was typed; the service kept everything as it was.
+    expect(await filter.inputValue()).toContain('<b>ten</b>');
+    const after = await stored(app, id);
+    expect(after.filter).toEqual(saved);
+    expect(after.description).toBe('before');
+
+    // Text that is no JSON object is refused by the page before anything is sent.
+    await filter.fill('{"type": ');
+    await button(page, 'Save').click();
+    await page.getByRole('alert').filter({ hasText: 'not valid JSON' }).waitFor();
+    expect((await stored(app, id)).description).toBe('before');
+  });
+
+  it('Try filter: the filter in the text area against the catalog example of the chosen type, nothing saved', async () => {
+    const app = appOf('try');
+    const id = await register(app, 'try');
+    const page = await openEndpoint(await tokenFor(app), id);
+    await button(page, 'Edit').click();
+    const filter = page.getByLabel('Filter', { exact: true });
+    const type = page.getByLabel('Example event type');
+    const outcome = page.locator('.try-outcome');
+
+    // The catalog's NEW_NFT example is of this contract; MEMBER_NFT_ADD has a member_id.
+    await filter.fill(`{"type": "NEW_NFT", "data.contract": "${CONTRACT.toUpperCase().replace('0X', '0x')}"}`);
+    await type.selectOption('NEW_NFT');
+    await button(page, 'Try filter').click();
+    await expect.poll(() => outcome.textContent()).toBe('Matches');
+    await type.selectOption('MEMBER_NFT_ADD');
+    await button(page, 'Try filter').click();
+    await expect.poll(() => outcome.textContent()).toBe('Does not match');
+    await filter.fill('{"data.member_id": {"$prefix": "mbr_"}}');
+    await button(page, 'Try filter').click();
+    await expect.poll(() => outcome.textContent()).toBe('Matches');
+
+    // A refused filter: the reason instead of an answer.
+    await filter.fill('{"data.token_id": {"$between": [1, 2]}}');
+    await button(page, 'Try filter').click();
+    await page.getByRole('alert').filter({ hasText: 'data.token_id' }).waitFor();
+    expect(await outcome.textContent()).toBe('');
+    // Trying saved nothing.
+    expect((await stored(app, id)).filter).toBeNull();
+  });
+
+  it('values pasted are added and removed in calls of at most 1,000; the count follows; a refusal is shown', async () => {
+    const app = appOf('values');
+    const id = await register(app, 'values', { filter: { 'data.owner': { $in_set: true } } });
+    const page = await openEndpoint(await tokenFor(app), id);
+    await page.getByText('Value set: 0 values').waitFor();
+    const values = page.getByLabel('Values', { exact: true });
+    const calls: number[] = [];
+    page.on('request', (r) => {
+      if (r.url().endsWith('/webhook/values') && r.method() === 'POST') {
+        const body = JSON.parse(r.postData() ?? '{}') as { add?: string[]; remove?: string[] };
+        calls.push((body.add ?? body.remove ?? []).length);
+      }
+    });
+
+    // 2,500 addresses, one a line, with commas and spaces mixed in.
+    const addresses = Array.from({ length: 2500 }, (_, i) => `0x${i.toString(16).padStart(40, '0')}`);
+    await values.fill(`${addresses.slice(0, 1200).join('\n')}\n${addresses.slice(1200).join(', ')}  `);
+    await button(page, 'Add values').click();
+    await page.getByText('Value set: 2,500 values').waitFor();
+    expect(calls).toEqual([1000, 1000, 500]);
+    expect(await setSize(app, id)).toBe(2500);
+    expect(await values.inputValue()).toBe('');
+
+    calls.length = 0;
+    await values.fill(`${addresses[0]} ${addresses[1]},${addresses[2]}`);
+    await button(page, 'Remove values').click();
+    await page.getByText('Value set: 2,497 values').waitFor();
+    expect(calls).toEqual([3]);
+    expect(await setSize(app, id)).toBe(2497);
+
+    // A value the service refuses (longer than 256 characters): the reason as text, nothing changed.
+    await values.fill(`0xabc ${'x'.repeat(257)}`);
+    await button(page, 'Add values').click();
+    await page.getByRole('alert').waitFor();
+    expect(await page.getByRole('alert').textContent()).toMatch(/HTTP 400/);
+    expect(await setSize(app, id)).toBe(2497);
+    await page.getByText('Value set: 2,497 values').waitFor();
+
+    // The set is what $in_set reads: Try filter finds the catalog example's owner once it is in (any case).
+    await button(page, 'Edit').click();
+    await page.getByLabel('Example event type').selectOption('NEW_NFT');
+    await button(page, 'Try filter').click();
+    await expect.poll(() => page.locator('.try-outcome').textContent()).toBe('Does not match');
+    await values.fill(OWNER.toUpperCase().replace('0X', '0x'));
+    await button(page, 'Add values').click();
+    await page.getByText('Value set: 2,498 values').waitFor();
+    await button(page, 'Try filter').click();
+    await expect.poll(() => page.locator('.try-outcome').textContent()).toBe('Matches');
+  });
+
+  it('a set of 100,000 values refuses more: the 409 is shown as text, and the count stays', async () => {
+    const app = appOf('full');
+    const id = await register(app, 'full');
+    for (let chunk = 0; chunk < 100; chunk += 1) {
+      const add = Array.from({ length: 1000 }, (_, i) => `v${chunk * 1000 + i}`);
+      const res = await api(app, 'POST', `${PATH}/values`, { webhook_id: id, add });
+      expect(res.status, res.text).toBe(200);
+    }
+    const page = await openEndpoint(await tokenFor(app), id);
+    await page.getByText('Value set: 100,000 values').waitFor();
+    await page.getByLabel('Values', { exact: true }).fill('v1\nnew-one');
+    await button(page, 'Add values').click();
+    await page.getByRole('alert').filter({ hasText: 'HTTP 409' }).waitFor();
+    expect(await setSize(app, id)).toBe(100_000);
+    expect(await page.getByText('Value set: 100,000 values').count()).toBe(1);
+    // Removing still works at the limit.
+    await page.getByLabel('Values', { exact: true }).fill('v1, v2');
+    await button(page, 'Remove values').click();
+    await page.getByText('Value set: 99,998 values').waitFor();
+    expect(await setSize(app, id)).toBe(99_998);
+  }, 120_000);
+
+  it('a read-only link shows the filter, ordering and set size, and no control that edits them', async () => {
+    const app = appOf('ro');
+    const filter = { 'data.token_id': { $gte: '100', $lt: '200' } };
+    const id = await register(app, 'ro', { filter, ordering: 'fifo' });
+    expect((await api(app, 'POST', `${PATH}/values`, { webhook_id: id, add: ['a', 'b', 'c'] })).status).toBe(200);
+    const page = await openEndpoint(await tokenFor(app, 'webhooks:read'), id);
+    await page.getByText('Value set: 3 values').waitFor();
+    expect(JSON.parse((await fact(page, 'Filter').textContent()) ?? '')).toEqual(filter);
+    expect(await fact(page, 'Ordering').textContent()).toBe('FIFO');
+    for (const name of ['Edit', 'Save', 'Add values', 'Remove values', 'Try filter']) {
+      expect(await button(page, name).count(), name).toBe(0);
+    }
+    for (const label of ['Values', 'Filter', 'Ordering']) {
+      expect(await page.getByLabel(label, { exact: true }).count(), label).toBe(0);
+    }
+    expect(await page.locator('textarea, select[name="ordering"]').count()).toBe(0);
+  });
+
+  it('at 390 px the page stays usable: no sideways scroll, the filter and value controls in reach', async () => {
+    const app = appOf('narrow');
+    const filter = { $or: [{ 'data.contract': CONTRACT }, { 'data.owner': { $in_set: true } }] };
+    const id = await register(app, 'narrow', { filter });
+    const page = await openEndpoint(await tokenFor(app), id, { width: 390, height: 844 });
+    const fits = async () =>
+      expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(390);
+    await fits();
+    await button(page, 'Edit').click();
+    await page.getByLabel('Filter', { exact: true }).waitFor();
+    await fits();
+    for (const control of [
+      page.getByLabel('Filter', { exact: true }),
+      page.getByLabel('Ordering', { exact: true }),
+      button(page, 'Try filter'),
+      button(page, 'Save'),
+      page.getByLabel('Values', { exact: true }),
+      button(page, 'Add values'),
+    ]) {
+      await control.scrollIntoViewIfNeeded();
+      const box = await control.boundingBox();
+      expect(box).not.toBeNull();
+      expect((box?.x ?? -1) >= 0 && (box?.x ?? 0) + (box?.width ?? 0) <= 390).toBe(true);
+    }
+    await page.getByLabel('Values', { exact: true }).fill(CONTRACT);
+    await button(page, 'Add values').click();
+    await page.getByText('Value set: 1 value', { exact: true }).waitFor();
+  });
+});
