@@ -15,6 +15,7 @@ const TRANSIENT = [
   'D1_ERROR: Internal error in D1 DB storage caused object to be reset.',
   'D1_ERROR: D1 DB reset because its code was updated.',
   'D1_ERROR: Cannot resolve D1 DB due to transient issue on remote node.',
+  'D1_ERROR: database is locked: SQLITE_BUSY',
 ];
 
 async function request(op: 'PUT' | 'DELETE', id: string, db: D1Database, state = false) {

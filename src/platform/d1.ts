@@ -14,6 +14,9 @@ const TRANSIENT = [
   'storage caused object to be reset',
   'reset because its code was updated',
   'Cannot resolve D1 DB due to transient issue on remote node',
+  // SQLite's own "busy": the database file held for a moment by another connection (locally, a
+  // `wrangler d1 execute --local` beside `wrangler dev`); it passes by itself.
+  'SQLITE_BUSY',
 ];
 const OVERLOADED = 'D1 DB is overloaded';
 
