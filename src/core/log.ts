@@ -6,6 +6,9 @@ export function log(level: 'error' | 'warn' | 'info', fields: Record<string, unk
   const line: Record<string, unknown> = { level, ...fields };
   if (cause !== undefined) {
     line.error = cause instanceof Error ? `${cause.name}: ${cause.message}` : String(cause);
+    // What it wraps (a StorageFailure's D1 error), so that the line says what went wrong.
+    const inner = cause instanceof Error ? cause.cause : undefined;
+    if (inner !== undefined) line.cause = inner instanceof Error ? `${inner.name}: ${inner.message}` : String(inner);
   }
   try {
     console[level](JSON.stringify(line));
