@@ -69,6 +69,8 @@ CREATE TABLE IF NOT EXISTS webhook_audit (
 -- DELETE's idempotency check looks up the delete record of one webhook.
 CREATE INDEX IF NOT EXISTS webhook_audit_by_webhook ON webhook_audit (webhook_id, action);
 CREATE UNIQUE INDEX IF NOT EXISTS webhook_audit_by_write ON webhook_audit (write_id) WHERE write_id IS NOT NULL;
+-- Each application's newest change, read with a publish's subscribers (how recent the read is).
+CREATE INDEX IF NOT EXISTS webhook_audit_by_app ON webhook_audit (app_id, audit_id);
 
 -- Idempotency-Key: what the first successful POST under a key made (the webhook's row as created,
 -- from which its reply is made again), per application and key, for 24 hours

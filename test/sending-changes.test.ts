@@ -1,4 +1,4 @@
-import { runInDurableObject, SELF } from 'cloudflare:test';
+import { env, runInDurableObject, SELF } from 'cloudflare:test';
 import { Webhook as StandardWebhook } from 'standardwebhooks';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { APPLICATION_SCHEMA } from '../src/events/store/schema';
@@ -43,12 +43,12 @@ describe('a change told to the endpoint stops or changes a pass already under wa
     },
   );
 
-  it('PUT tells the endpoint only when it disables: not for a webhook already disabled, nor for enabling', async () => {
+  it('PUT tells the application of each change, and its endpoint only when it disables', async () => {
     const app = freshApp();
     const hook = await registerWebhook(app);
-    const told: string[] = [];
+    const told: [string, { auditId?: number; sending?: boolean }][] = [];
     const applications = {
-      getByName: () => ({ webhookChanged: async (id: string) => void told.push(id) }),
+      getByName: () => ({ webhookChanged: async (id: string, change: object) => void told.push([id, change]) }),
     };
     const putWith = async (isEnabled: boolean) =>
       fetchAndWait(
@@ -60,11 +60,20 @@ describe('a change told to the endpoint stops or changes a pass already under wa
         }),
       );
     await expectEnvelope(await putWith(false), 200, 0, 'success');
-    expect(told).toEqual([hook.id]);
     await expectEnvelope(await putWith(false), 200, 0, 'success');
     await expectEnvelope(await putWith(true), 200, 0, 'success');
     await expectEnvelope(await putWith(true), 200, 0, 'success');
-    expect(told).toEqual([hook.id]);
+    // Each real change once, with its audit record's id; the endpoint (`sending`) only for disabling.
+    const { results: audit } = await env.DB.prepare(
+      'SELECT audit_id, action FROM webhook_audit WHERE webhook_id = CAST(?1 AS INTEGER)',
+    )
+      .bind(hook.id)
+      .all<{ audit_id: number; action: string }>();
+    const idOf = (action: string) => audit.find((row) => row.action === action)?.audit_id;
+    expect(told).toEqual([
+      [hook.id, { auditId: idOf('disable'), sending: true }],
+      [hook.id, { auditId: idOf('enable'), sending: false }],
+    ]);
   });
 
   it('a rotated secret signs every attempt that starts after the rotation has answered', async () => {

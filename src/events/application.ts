@@ -11,8 +11,13 @@ import { parseFilter } from '../core/filter/parse';
 import { SET_MAX_VALUES } from '../core/filter/values';
 import { log } from '../core/log';
 import { lastStart, newSchedule, type SendSchedule, takeSlots } from '../core/send-rate';
+import { retryD1 } from '../platform/d1';
 import { startWithSchema } from '../platform/object-schema';
+import type { WebhookChange } from '../webhooks/notify';
+import { readSubscribers } from '../webhooks/store/subscribers';
+import { filtersOf, targetsOf } from './audience';
 import { type Filters, filterTargets, matchesHere } from './filtering';
+import { lastChange, noteChange } from './store/changes';
 import { holdsDeliveries, rememberEndpoints } from './store/endpoints';
 import { type EventToStore, insertEvents, type NewDelivery, type StoredEvent, webhookOf } from './store/events';
 import { handedOver, outbox, outboxEmpty } from './store/outbox';
@@ -43,6 +48,8 @@ const PURGE_ROWS = 1000;
 const HOUR_MS = 3_600_000;
 /** Hosts whose schedules an application keeps before it forgets those idle for a second. */
 const HOSTS_KEPT = 1000;
+/** Reads of the subscribers one publish makes at most when changes keep arriving during them. */
+const REREADS = 3;
 
 export class Application extends DurableObject<CloudflareBindings> {
   /** Each host's starts (scheme, host and port), summed over the application's webhooks. */
@@ -51,6 +58,8 @@ export class Application extends DurableObject<CloudflareBindings> {
   private readonly endpoints = new Set<string>();
   /** Each endpoint's last handover under way: the next one to it starts after it (see handTo). */
   private readonly handing = new Map<string, Promise<void>>();
+  /** The newest webhook change told (store/changes.ts), once read in this instance. */
+  private changed: number | undefined;
 
   constructor(ctx: DurableObjectState, env: CloudflareBindings) {
     super(ctx, env);
@@ -62,22 +71,55 @@ export class Application extends DurableObject<CloudflareBindings> {
    * Stores the events (all or nothing), each with a delivery to every webhook of `targets[i]`
    * whose filter (in `filters`; none: every event) matches it, and hands the deliveries to their
    * endpoints before answering. Returns each event's id (an earlier one's for an id or source key
-   * published before) and the deliveries made now.
+   * published before) and the deliveries made now. `seen`: the application's newest webhook change
+   * when the targets were read from D1 (see subscribersNow); none for test events and resends,
+   * whose targets are given.
    */
-  async publish(events: EventToStore[], targets: string[][], filters: Filters = {}): Promise<StoredEvent[]> {
+  async publish(
+    events: EventToStore[],
+    targets: string[][],
+    filters: Filters = {},
+    seen?: number,
+  ): Promise<StoredEvent[]> {
     // The alarm is set before the write: should the handover below never finish, it does it.
     const alarm = await this.ctx.storage.getAlarm();
     if (alarm === null || alarm > Date.now() + HANDOVER_RETRY_MS) {
       await this.ctx.storage.setAlarm(Date.now() + HANDOVER_RETRY_MS);
     }
+    const now = seen === undefined ? { targets, filters } : await this.subscribersNow(events, targets, filters, seen);
     const sql = this.ctx.storage.sql;
     const stored = this.ctx.storage.transactionSync(() =>
-      insertEvents(sql, events, filterTargets(sql, events, targets, filters)),
+      insertEvents(sql, events, filterTargets(sql, events, now.targets, now.filters)),
     );
     // Its own events only: those of publishes under way are theirs to hand over.
     const made = stored.filter((s) => s.deliveryIds.length > 0).map((s) => s.eventId);
     if (made.length > 0) await this.handOver(made);
     return stored;
+  }
+
+  /**
+   * A publish's targets and filters as they stand: those given, read when the application's newest
+   * webhook change was `seen`, unless this object was told of a later one (a change whose operation
+   * has answered: it tells this object before answering), then read again from D1. So a webhook
+   * change that has answered applies to every event stored after it; a publish that read after
+   * the change (nearly all) costs nothing more.
+   */
+  private async subscribersNow(
+    events: EventToStore[],
+    targets: string[][],
+    filters: Filters,
+    seen: number,
+  ): Promise<{ targets: string[][]; filters: Filters }> {
+    this.changed ??= lastChange(this.ctx.storage.sql);
+    let now = { targets, filters };
+    const appId = events[0]?.appId;
+    for (let read = 0; appId !== undefined && seen < this.changed && read < REREADS; read++) {
+      const fresh = await retryD1(() => readSubscribers(this.env.DB, [appId]));
+      now = { targets: targetsOf(events, fresh.subscribers), filters: filtersOf(fresh.subscribers) };
+      seen = fresh.seen[appId] ?? 0;
+      log('info', { msg: 'subscribers read again: a webhook changed after the publish read them', app_id: appId });
+    }
+    return now;
   }
 
   /** The webhook whose endpoint holds the delivery, or null when the application has none such. */
@@ -86,17 +128,20 @@ export class Application extends DurableObject<CloudflareBindings> {
   }
 
   /**
-   * Webhook `webhookId` changed in D1 in a way that stops or changes its sending: its endpoint's
-   * object is told (and waited for) when this application ever handed it a delivery; one that
-   * never had one has nothing to stop, and is not woken (or made) for it. A deleted webhook's value
-   * set goes with it, here, in the same call.
+   * Webhook `webhookId` changed in D1 (`change`): the change is noted, so publishes that read the
+   * subscribers before it read them again; when it stops or changes sending, its endpoint's object
+   * is told (and waited for) if this application ever handed it a delivery (one that never had one
+   * has nothing to stop, and is not woken, or made, for it). A deleted webhook's value set goes
+   * with it, here, in the same call.
    */
-  async webhookChanged(webhookId: string, deleted = false): Promise<void> {
-    if (deleted) {
-      const rows = this.ctx.storage.transactionSync(() => dropValues(this.ctx.storage.sql, webhookId));
+  async webhookChanged(webhookId: string, change: WebhookChange): Promise<void> {
+    const sql = this.ctx.storage.sql;
+    if (change.auditId !== undefined) this.changed = noteChange(sql, change.auditId);
+    if (change.deleted) {
+      const rows = this.ctx.storage.transactionSync(() => dropValues(sql, webhookId));
       if (rows > 0) log('info', { msg: 'value set deleted with its webhook', webhook_id: webhookId, rows });
     }
-    if (holdsDeliveries(this.ctx.storage.sql, webhookId))
+    if (change.sending && holdsDeliveries(sql, webhookId))
       await this.env.ENDPOINTS.getByName(webhookId).webhookChanged();
   }
 

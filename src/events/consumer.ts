@@ -37,8 +37,8 @@ export async function consumeEvents(batch: MessageBatch<unknown>, env: Cloudflar
   const events = valid.map((v) => v.event);
   let stored: StoredEvent[];
   try {
-    const subscribers = await retryD1(() => readSubscribers(env.DB, publishersOf(events)));
-    stored = await publishToSubscribers(env, events, subscribers);
+    const read = await retryD1(() => readSubscribers(env.DB, publishersOf(events)));
+    stored = await publishToSubscribers(env, events, read);
   } catch (err) {
     log(
       'error',

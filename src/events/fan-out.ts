@@ -5,42 +5,21 @@
 // side; each stores its events or none.
 import { groupBy } from '../core/batches';
 import { inObject } from '../platform/objects';
-import type { Subscriber } from '../webhooks/store/subscribers';
+import type { SubscribersRead } from '../webhooks/store/subscribers';
+import { filtersOf, targetsOf } from './audience';
 import type { Filters } from './filtering';
 import type { EventToStore, StoredEvent } from './store/events';
 
 /** The applications that publish `events`, each once: whose subscribers to read. */
 export const publishersOf = (events: EventToStore[]) => [...new Set(events.map((e) => e.appId))];
 
-/** For each event, the webhooks it is delivered to: its application's whose types include its type (null: all). */
-function targetsOf(events: EventToStore[], subscribers: Subscriber[]): string[][] {
-  // Each webhook's types parsed once, whatever the number of events.
-  const byApp = groupBy(
-    subscribers.map((s) => ({
-      appId: s.app_id,
-      webhookId: s.webhook_id,
-      types: s.event_types === null ? null : new Set(JSON.parse(s.event_types) as string[]),
-    })),
-    (w) => w.appId,
-  );
-  return events.map((event) =>
-    (byApp.get(event.appId) ?? []).filter((w) => w.types === null || w.types.has(event.type)).map((w) => w.webhookId),
-  );
-}
-
-/** The filters of the subscribers that have one, by webhook id. */
-function filtersOf(subscribers: Subscriber[]): Filters {
-  const filters: Filters = {};
-  for (const s of subscribers) if (s.filter !== null) filters[s.webhook_id] = s.filter;
-  return filters;
-}
-
 /**
- * Publishes events to the webhooks of `subscribers` that take their types and whose filters match
- * them; the results in the order of `events`.
+ * Publishes events to the subscribers `read` found that take their types and whose filters match
+ * them; the results in the order of `events`. Each application's object is given how recent the
+ * read is (`seen`): one told of a webhook change after it reads its subscribers again.
  */
-export const publishToSubscribers = (env: CloudflareBindings, events: EventToStore[], subscribers: Subscriber[]) =>
-  publishAtApplications(env, events, targetsOf(events, subscribers), filtersOf(subscribers));
+export const publishToSubscribers = (env: CloudflareBindings, events: EventToStore[], read: SubscribersRead) =>
+  publishAtApplications(env, events, targetsOf(events, read.subscribers), filtersOf(read.subscribers), read.seen);
 
 /**
  * Publishes events at their applications' objects, `targets[i]` the webhooks of `events[i]`, each
@@ -53,6 +32,7 @@ export async function publishAtApplications(
   events: EventToStore[],
   targets: string[][],
   filters: Filters = {},
+  seen?: Record<string, number>,
 ): Promise<StoredEvent[]> {
   const results: StoredEvent[] = new Array(events.length);
   const byApp = groupBy(
@@ -70,6 +50,7 @@ export async function publishAtApplications(
           mine.map((i) => events[i] as EventToStore),
           targetsHere,
           filtersHere,
+          seen?.[appId],
         ),
       );
       mine.forEach((at, k) => {

@@ -29,7 +29,7 @@ export async function publishEvent(c: Context<AppEnv>): Promise<Response> {
  * for an id its application published before.
  */
 export async function publishEvents(c: Context<AppEnv>, events: EventToStore[]): Promise<string[]> {
-  const subscribers = await withD1(c, 'first-primary', (db) => readSubscribers(db, publishersOf(events)));
-  const stored = await publishToSubscribers(c.env, events, subscribers);
+  const read = await withD1(c, 'first-primary', (db) => readSubscribers(db, publishersOf(events)));
+  const stored = await publishToSubscribers(c.env, events, read);
   return stored.map((s) => s.eventId);
 }

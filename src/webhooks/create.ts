@@ -14,6 +14,7 @@ import {
 } from '../http/params';
 import { withD1 } from '../http/storage';
 import { actorOf } from './actor';
+import { tellApplication } from './notify';
 import { createdWebhookJson } from './representation';
 import { openSecret, sealedNewSecret, secretKeys } from './secrets';
 import { createWebhook, type NewWebhook, type UncheckedUrl } from './store/registration';
@@ -138,6 +139,8 @@ export async function registerWebhook(c: Context<AppEnv>): Promise<Response> {
     hook.normalise = normalised(result.urls);
     result = await withD1(c, 'first-primary', (db) => createWebhook(db, hook, actorOf(c)));
   }
+  // Made now: every event stored after this reply goes to it (by its types and filter).
+  if (result.outcome === 'created') await tellApplication(c, result.webhook.id, { auditId: result.auditId });
   switch (result.outcome) {
     case 'created':
     case 'replayed': {

@@ -13,7 +13,7 @@ import {
 import { withD1 } from '../http/storage';
 import { actorOf } from './actor';
 import { eventTypes } from './create';
-import { tellEndpoint } from './notify';
+import { tellApplication } from './notify';
 import { webhookJson } from './representation';
 import { patchWebhook, type WebhookPatch } from './store/patch';
 import { allowedOrigins, webhookUrl } from './url';
@@ -55,8 +55,9 @@ export async function editWebhook(c: Context<AppEnv>): Promise<Response> {
   const result = await withD1(c, 'first-primary', (db) => patchWebhook(db, webhookId, patch, actorOf(c)));
   if (result.outcome === 'missing') throw notFound();
   if (result.outcome === 'duplicate') throw conflict('url is already registered for this application');
-  // A new URL, rate or ordering: a pass under way sends its next attempts the new way.
-  const told = patch.url !== undefined || patch.rateLimit !== undefined || patch.ordering !== undefined;
-  if (result.changed && told) await tellEndpoint(c, webhookId);
+  // Every event stored after this reply meets its event types and filter as they are now; a new
+  // URL, rate or ordering: a pass under way sends its next attempts the new way.
+  const sending = patch.url !== undefined || patch.rateLimit !== undefined || patch.ordering !== undefined;
+  if (result.changed) await tellApplication(c, webhookId, { auditId: result.auditId, sending });
   return success(c, { value: webhookJson(result.webhook) });
 }

@@ -5,7 +5,7 @@ import { notFound, success } from '../http/envelope';
 import { idField, idParam, queryOf } from '../http/params';
 import { withD1 } from '../http/storage';
 import { actorOf } from './actor';
-import { tellEndpoint } from './notify';
+import { tellApplication } from './notify';
 import { secretJson } from './representation';
 import { openSecret, sealedNewSecret, secretKeys } from './secrets';
 import { provideSecrets, rotateSecret } from './store/secrets';
@@ -40,6 +40,6 @@ export async function rotateWebhookSecret(c: Context<AppEnv>): Promise<Response>
   const found = await withD1(c, 'first-primary', (db) => rotateSecret(db, webhookId, sealed, actorOf(c)));
   if (!found) throw notFound();
   // Every attempt that starts after this reply signs with the new secret (and the previous one).
-  await tellEndpoint(c, webhookId);
+  await tellApplication(c, webhookId, { sending: true });
   return success(c, { value: secretJson(secret) });
 }

@@ -5,8 +5,8 @@ import { badInput, notFound, success } from '../http/envelope';
 import { idField } from '../http/params';
 import { withD1 } from '../http/storage';
 import { actorOf } from './actor';
-import { tellEndpoint } from './notify';
-import { setWebhookEnabled, webhookExists } from './store/state';
+import { tellApplication } from './notify';
+import { type StateChange, setWebhookEnabled, webhookExists } from './store/state';
 
 /** PUT's input. `isEnabled` undefined: the body did not say, nothing is to change. */
 export interface WebhookUpdate {
@@ -28,16 +28,18 @@ export function webhookUpdate(body: unknown): WebhookUpdate {
 export async function updateWebhook(c: Context<AppEnv>): Promise<Response> {
   const { webhookId, isEnabled } = webhookUpdate((await readJsonBody(c.req.raw)).value);
   c.set('webhookId', webhookId);
-  const outcome = await withD1(c, 'first-primary', async (db) =>
-    isEnabled === undefined
-      ? (await webhookExists(db, webhookId, c.get('appId')))
-        ? 'unchanged'
-        : 'missing'
-      : setWebhookEnabled(db, webhookId, isEnabled, actorOf(c)),
+  const { outcome, auditId } = await withD1(
+    c,
+    'first-primary',
+    async (db): Promise<StateChange> =>
+      isEnabled === undefined
+        ? { outcome: (await webhookExists(db, webhookId, c.get('appId'))) ? 'unchanged' : 'missing' }
+        : setWebhookEnabled(db, webhookId, isEnabled, actorOf(c)),
   );
   if (outcome === 'missing') throw notFound();
-  // Disabled now: a pass under way starts no new attempt (enabling needs no word: the next pass
-  // sends; a webhook disabled already was told when it was disabled).
-  if (isEnabled === false && outcome === 'changed') await tellEndpoint(c, webhookId);
+  // Enabled or disabled now: every event stored after this reply goes to it, or not. Disabled: a
+  // pass under way starts no new attempt (enabling needs no word there: the next pass sends; a
+  // webhook in that state already was told when it changed).
+  if (outcome === 'changed') await tellApplication(c, webhookId, { auditId, sending: isEnabled === false });
   return success(c);
 }

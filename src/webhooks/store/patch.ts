@@ -1,7 +1,7 @@
 // PATCH: the fields given changed, and nothing else, with an `update` audit record (the row
 // before) in the same batch, which D1 runs as a transaction. One round trip.
 import type { Db } from '../../platform/d1';
-import { type Actor, AUDIT_COLUMNS, COLUMNS, NOW, OWNED, ROW_JSON, type WebhookRow } from './rows';
+import { type Actor, AUDIT_COLUMNS, auditIdOf, COLUMNS, NOW, OWNED, ROW_JSON, type WebhookRow } from './rows';
 
 /** What a PATCH sets: each field present only when the body gave it (null is a value to set). */
 export interface WebhookPatch {
@@ -21,8 +21,8 @@ export type PatchOutcome =
   | { outcome: 'missing' }
   /** Another of the application's webhooks has the URL: nothing changed. */
   | { outcome: 'duplicate' }
-  /** The webhook as it stands now; `changed`: this call changed it (and recorded that). */
-  | { outcome: 'patched'; webhook: WebhookRow; changed: boolean };
+  /** The webhook as it stands now; `changed`: this call changed it (and recorded that, `auditId`). */
+  | { outcome: 'patched'; webhook: WebhookRow; changed: boolean; auditId?: number };
 
 // ?3 ?5 ?7 ?9 ?11 ?13: whether url, event_types, rate_limit, description, filter, ordering are
 // given; ?4 ?6 ?8 ?10 ?12 ?14 their values.
@@ -63,7 +63,7 @@ export async function patchWebhook(
     given('ordering'),
     patch.ordering ?? null,
   ];
-  const [, update, after] = await db.batch<Record<string, unknown>>([
+  const [audit, update, after] = await db.batch<Record<string, unknown>>([
     db
       .prepare(
         `INSERT INTO webhook_audit (${AUDIT_COLUMNS})
@@ -94,5 +94,5 @@ export async function patchWebhook(
   const changed = update?.meta.changes === 1;
   if (!changed && row.taken === 1) return { outcome: 'duplicate' };
   const { taken: _, ...webhook } = row;
-  return { outcome: 'patched', webhook, changed };
+  return { outcome: 'patched', webhook, changed, auditId: auditIdOf(audit) };
 }

@@ -38,7 +38,7 @@ export interface UncheckedUrl {
 
 export type CreateOutcome =
   /** Made by this request (by this attempt, or by an earlier attempt whose reply was lost). */
-  | { outcome: 'created'; webhook: WebhookRow }
+  | { outcome: 'created'; webhook: WebhookRow; auditId: number }
   /**
    * The Idempotency-Key's first request made it: that webhook as it was made, again, with its
    * secret as first stored (null for a key stored before webhooks had secrets).
@@ -128,7 +128,7 @@ export async function createWebhook(db: Db, hook: NewWebhook, actor: Actor): Pro
   statements.push(
     db
       .prepare(
-        `SELECT ${columnsOf('a.row_before', 'c_')}, k.request_hash, ${columnsOf('k.webhook_row', 'k_')},
+        `SELECT ${columnsOf('a.row_before', 'c_')}, a.audit_id, k.request_hash, ${columnsOf('k.webhook_row', 'k_')},
            json_extract(k.webhook_row, '$.secret') AS k_secret,
            (SELECT json_group_array(json_array(CAST(webhook_id AS TEXT), url))
             FROM webhooks WHERE app_id = ?1 AND url_checked = 0) AS unchecked,
@@ -144,7 +144,7 @@ export async function createWebhook(db: Db, hook: NewWebhook, actor: Actor): Pro
   const facts = results[results.length - 1]?.results[0];
   if (facts === undefined) throw new Error('create: no outcome row');
   const ours = prefixed(facts, 'c_');
-  if (ours !== undefined) return { outcome: 'created', webhook: ours };
+  if (ours !== undefined) return { outcome: 'created', webhook: ours, auditId: Number(facts.audit_id) };
   const keyed = prefixed(facts, 'k_');
   if (keyed !== undefined) {
     return facts.request_hash === key?.hash

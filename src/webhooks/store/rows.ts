@@ -82,3 +82,7 @@ export function prefixed(row: Record<string, unknown>, prefix: string): WebhookR
 export const OWNED = 'webhook_id = CAST(?1 AS INTEGER) AND app_id = ?2';
 
 export const AUDIT_COLUMNS = 'webhook_id, app_id, action, row_before, actor, actor_jti, request_id';
+
+/** The id of the audit record an INSERT of one made, from its result; undefined when it made none. */
+export const auditIdOf = (insert: D1Result | undefined) =>
+  insert?.meta.changes === 1 ? Number(insert.meta.last_row_id) : undefined;

@@ -1,7 +1,13 @@
 // Changes of a webhook's state (PUT's enable and disable, DELETE), each with its audit record in the
 // same batch, which D1 runs as a transaction. One round trip each.
 import type { Db } from '../../platform/d1';
-import { type Actor, AUDIT_COLUMNS, NOW, OWNED, ROW_JSON } from './rows';
+import { type Actor, AUDIT_COLUMNS, auditIdOf, NOW, OWNED, ROW_JSON } from './rows';
+
+/** What a change of state did, and its audit record's id when it recorded one. */
+export interface StateChange {
+  outcome: 'missing' | 'unchanged' | 'changed';
+  auditId?: number;
+}
 
 /**
  * Sets a webhook's active state: 'missing' when the application has no such webhook, 'unchanged'
@@ -15,7 +21,7 @@ export async function setWebhookEnabled(
   webhookId: string,
   enabled: boolean,
   actor: Actor,
-): Promise<'missing' | 'unchanged' | 'changed'> {
+): Promise<StateChange> {
   const state = enabled ? 1 : 0;
   const [audit, update] = await db.batch([
     db
@@ -35,9 +41,10 @@ export async function setWebhookEnabled(
       )
       .bind(webhookId, actor.appId, state),
   ]);
-  if (update?.meta.changes !== 1) return 'missing';
+  if (update?.meta.changes !== 1) return { outcome: 'missing' };
   // The audit record is written exactly when the state changes.
-  return audit?.meta.changes === 1 ? 'changed' : 'unchanged';
+  const auditId = auditIdOf(audit);
+  return auditId === undefined ? { outcome: 'unchanged' } : { outcome: 'changed', auditId };
 }
 
 /** Whether the application has this webhook. */
@@ -50,12 +57,16 @@ export async function webhookExists(db: Db, webhookId: string, appId: string): P
 }
 
 /**
- * Deletes a webhook, keeping its last row in the audit table. Returns true when the webhook is
- * gone because this application deleted it, now or before (DELETE is idempotent for its owner);
- * false when the application never had it.
+ * Deletes a webhook, keeping its last row in the audit table. `gone`: the webhook is gone because
+ * this application deleted it, now (`auditId`: its delete record) or before (DELETE is idempotent
+ * for its owner); false when the application never had it.
  */
-export async function deleteWebhook(db: Db, webhookId: string, actor: Actor): Promise<boolean> {
-  const [, , gone] = await db.batch<{ gone: number }>([
+export async function deleteWebhook(
+  db: Db,
+  webhookId: string,
+  actor: Actor,
+): Promise<{ gone: boolean; auditId?: number }> {
+  const [audit, , gone] = await db.batch<{ gone: number }>([
     db
       .prepare(
         `INSERT INTO webhook_audit (${AUDIT_COLUMNS})
@@ -78,5 +89,5 @@ export async function deleteWebhook(db: Db, webhookId: string, actor: Actor): Pr
       )
       .bind(webhookId, actor.appId),
   ]);
-  return gone?.results[0]?.gone === 1;
+  return { gone: gone?.results[0]?.gone === 1, auditId: auditIdOf(audit) };
 }

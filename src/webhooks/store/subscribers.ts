@@ -1,5 +1,6 @@
 // Who receives published events: the enabled webhooks of the publishing applications, with the
-// event types each takes and its content filter, as D1 holds them now. One round trip.
+// event types each takes and its content filter, as D1 holds them now, and each application's
+// newest webhook change (its audit record's id), which says how recent the read is. One round trip.
 import type { Db } from '../../platform/d1';
 
 /** An enabled webhook that events may be delivered to. */
@@ -12,15 +13,37 @@ export interface Subscriber {
   filter: string | null;
 }
 
-/** The enabled webhooks of these applications, by id. */
-export async function readSubscribers(db: Db, appIds: string[]): Promise<Subscriber[]> {
-  const { results } = await db
-    .prepare(
-      `SELECT CAST(webhook_id AS TEXT) AS webhook_id, app_id, event_types, filter FROM webhooks
-       WHERE app_id IN (SELECT value FROM json_each(?1)) AND is_enabled = 1
-       ORDER BY webhook_id`,
-    )
-    .bind(JSON.stringify(appIds))
-    .all<Subscriber>();
-  return results;
+/** The subscribers of some applications, and how recent the read is. */
+export interface SubscribersRead {
+  subscribers: Subscriber[];
+  /**
+   * Each application's newest webhook change when read: the largest audit record id of its
+   * webhooks (0: none). Audit ids only grow, so a read that saw a change has at least its id.
+   */
+  seen: Record<string, number>;
+}
+
+/** The enabled webhooks of these applications, by id, and each application's newest change. */
+export async function readSubscribers(db: Db, appIds: string[]): Promise<SubscribersRead> {
+  const apps = JSON.stringify(appIds);
+  const [webhooks, changes] = await db.batch<Record<string, unknown>>([
+    db
+      .prepare(
+        `SELECT CAST(webhook_id AS TEXT) AS webhook_id, app_id, event_types, filter FROM webhooks
+         WHERE app_id IN (SELECT value FROM json_each(?1)) AND is_enabled = 1
+         ORDER BY webhook_id`,
+      )
+      .bind(apps),
+    // One index lookup per application (webhook_audit_by_app).
+    db
+      .prepare(
+        `SELECT value AS app_id,
+           (SELECT MAX(audit_id) FROM webhook_audit WHERE app_id = json_each.value) AS seen
+         FROM json_each(?1)`,
+      )
+      .bind(apps),
+  ]);
+  const seen: Record<string, number> = {};
+  for (const row of changes?.results ?? []) seen[row.app_id as string] = Number(row.seen ?? 0);
+  return { subscribers: (webhooks?.results ?? []) as unknown as Subscriber[], seen };
 }
