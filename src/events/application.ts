@@ -13,8 +13,10 @@ import { log } from '../core/log';
 import { lastStart, newSchedule, type SendSchedule, takeSlots } from '../core/send-rate';
 import { startWithSchema } from '../platform/object-schema';
 import { type Filters, filterTargets, matchesHere } from './filtering';
+import { forgetEvents, oldestKept } from './store/dedupe';
+import { Sequence, webhookOf } from './store/delivery-ids';
 import { holdsDeliveries, rememberEndpoints } from './store/endpoints';
-import { type EventToStore, insertEvents, type NewDelivery, type StoredEvent, webhookOf } from './store/events';
+import { type EventToStore, insertEvents, type NewDelivery, type StoredEvent } from './store/events';
 import { handedOver, outbox, outboxEmpty } from './store/outbox';
 import { oldestEvent, purgeEvents } from './store/retention';
 import { APPLICATION_SCHEMA } from './store/schema';
@@ -51,6 +53,8 @@ export class Application extends DurableObject<CloudflareBindings> {
   private readonly endpoints = new Set<string>();
   /** Each endpoint's last handover under way: the next one to it starts after it (see handTo). */
   private readonly handing = new Map<string, Promise<void>>();
+  /** The events' sequence numbers, which their deliveries' ids carry. */
+  private readonly sequence = new Sequence();
 
   constructor(ctx: DurableObjectState, env: CloudflareBindings) {
     super(ctx, env);
@@ -71,8 +75,12 @@ export class Application extends DurableObject<CloudflareBindings> {
       await this.ctx.storage.setAlarm(Date.now() + HANDOVER_RETRY_MS);
     }
     const sql = this.ctx.storage.sql;
+    const ids = {
+      sequence: this.sequence,
+      dedupeSince: new Date(Date.now() - deliveryConfig(this.env).dedupeHours * HOUR_MS).toISOString(),
+    };
     const stored = this.ctx.storage.transactionSync(() =>
-      insertEvents(sql, events, filterTargets(sql, events, targets, filters)),
+      insertEvents(sql, events, filterTargets(sql, events, targets, filters), ids),
     );
     // Its own events only: those of publishes under way are theirs to hand over.
     const made = stored.filter((s) => s.deliveryIds.length > 0).map((s) => s.eventId);
@@ -151,14 +159,23 @@ export class Application extends DurableObject<CloudflareBindings> {
   override async alarm(): Promise<void> {
     let handed = await this.handOver();
     while (handed && !outboxEmpty(this.ctx.storage.sql)) handed = await this.handOver();
-    const days = deliveryConfig(this.env).retentionDays;
-    const rows = purgeEvents(this.ctx.storage, new Date(Date.now() - days * 86_400_000).toISOString(), PURGE_ROWS);
+    const { retentionDays: days, dedupeHours } = deliveryConfig(this.env);
+    const now = Date.now();
+    const rows = purgeEvents(this.ctx.storage, new Date(now - days * 86_400_000).toISOString(), PURGE_ROWS);
     if (rows > 0) log('info', { msg: 'expired events purged', rows });
+    const keys = forgetEvents(this.ctx.storage, new Date(now - dedupeHours * HOUR_MS).toISOString(), PURGE_ROWS);
+    if (keys > 0) log('info', { msg: 'source keys past the deduplication window forgotten', rows: keys });
     const oldest = oldestEvent(this.ctx.storage.sql);
-    if (!handed || !outboxEmpty(this.ctx.storage.sql)) {
+    const kept = oldestKept(this.ctx.storage.sql);
+    const wakes = [
+      oldest === null ? null : oldest + days * 86_400_000,
+      kept === null ? null : kept + dedupeHours * HOUR_MS,
+    ].filter((at): at is number => at !== null);
+    // More to hand over, or more keys past the window than one alarm forgets: soon again.
+    if (!handed || !outboxEmpty(this.ctx.storage.sql) || keys >= PURGE_ROWS) {
       await this.ctx.storage.setAlarm(Date.now() + HANDOVER_RETRY_MS);
-    } else if (oldest !== null) {
-      await this.ctx.storage.setAlarm(Math.max(oldest + days * 86_400_000, Date.now() + HOUR_MS));
+    } else if (wakes.length > 0) {
+      await this.ctx.storage.setAlarm(Math.max(Math.min(...wakes), Date.now() + HOUR_MS));
     }
   }
 
