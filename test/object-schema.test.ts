@@ -5,7 +5,7 @@
 import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from 'cloudflare:test';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { APPLICATION_SCHEMA } from '../src/events/store/schema';
-import { applicationOf, applicationSql, endpointOf, endpointSql, storedDelivery } from './helpers/objects';
+import { applicationOf, applicationSql, deliveriesOfEvent, endpointOf, endpointSql, storedDelivery } from './helpers/objects';
 import { receiver } from './helpers/receiver';
 import { expectValue } from './helpers/replies';
 import { eventRequest, fetchAndWait, registerWebhook } from './helpers/requests';
@@ -323,11 +323,17 @@ describe('an Application written by the release before', () => {
     expect(await publish('pub-1')).toBe('evt_published');
     expect(await endpointSql(hook.id, 'SELECT COUNT(*) AS n FROM deliveries')).toEqual([{ n: 1 }]);
     const fresher = await publish('pub-2');
-    const [made] = await applicationSql<{ id: string }>(
-      app,
-      'SELECT CAST(delivery_id AS TEXT) AS id FROM deliveries WHERE delivery_id > 112',
-    );
-    expect(BigInt(made?.id ?? '0')).toBeGreaterThan(112n);
-    expect(await storedDelivery(hook.id, made?.id ?? '')).toMatchObject({ event_id: fresher });
+    // The new delivery's id carries its endpoint's number (step 4 numbered the endpoint noted
+    // before): above every id given before, and no index row for it.
+    const [made] = await deliveriesOfEvent(hook.id, fresher);
+    expect(BigInt(made ?? '0')).toBeGreaterThanOrEqual(2n ** 62n);
+    expect(await storedDelivery(hook.id, made ?? '')).toMatchObject({ event_id: fresher });
+    expect(await applicationSql(app, 'SELECT webhook_id, n FROM endpoints')).toEqual([{ webhook_id: hook.id, n: 1 }]);
+    expect(await applicationSql(app, 'SELECT * FROM deliveries ORDER BY delivery_id')).toEqual(before.deliveries);
+    // Both are found by their ids: the old one by its index row, the new one by the id alone.
+    expect(await stub.locate('111')).toBe(hook.id);
+    expect(await stub.locate('112')).toBe(hook.id);
+    expect(await stub.locate(made ?? '')).toBe(hook.id);
+    expect(await stub.locate('113')).toBeNull();
   });
 });
