@@ -1,7 +1,8 @@
 // One Durable Object per application: its events (publishing is idempotent per source key), the
-// ids and index of its deliveries, and their handover to the endpoints' objects, which hold and
-// send them. A handover that fails stays in the outbox and the alarm tries again, so a stored
-// event never loses a delivery. Each application's storage is its own: one that is full, or
+// ids of its deliveries, and their handover to the endpoints' objects, which hold and send them. A
+// handover that fails stays in the outbox and the alarm tries again (within seconds; when the
+// object itself died mid-handover, at its next start or its hourly alarm), so a stored event
+// never loses a delivery. Each application's storage is its own: one that is full, or
 // failing, fails only its own publishes.
 import { DurableObject } from 'cloudflare:workers';
 import { groupBy } from '../core/batches';
@@ -60,6 +61,16 @@ export class Application extends DurableObject<CloudflareBindings> {
     super(ctx, env);
     // Its tables at this release's version before any call or alarm reaches it.
     startWithSchema(ctx, APPLICATION_SCHEMA);
+    // Handovers an instance before this one left unfinished (it died between storing and handing
+    // over) are taken up soon.
+    void ctx.blockConcurrencyWhile(async () => {
+      try {
+        if (!outboxEmpty(ctx.storage.sql)) await this.retrySoon();
+      } catch (err) {
+        // Its hourly alarm still comes (see publish).
+        log('error', { msg: 'could not set the alarm that finishes handovers' }, err);
+      }
+    });
   }
 
   /**
@@ -69,11 +80,10 @@ export class Application extends DurableObject<CloudflareBindings> {
    * published before) and the deliveries made now.
    */
   async publish(events: EventToStore[], targets: string[][], filters: Filters = {}): Promise<StoredEvent[]> {
-    // The alarm is set before the write: should the handover below never finish, it does it.
-    const alarm = await this.ctx.storage.getAlarm();
-    if (alarm === null || alarm > Date.now() + HANDOVER_RETRY_MS) {
-      await this.ctx.storage.setAlarm(Date.now() + HANDOVER_RETRY_MS);
-    }
+    // An alarm is set before the write (it rings at least hourly while the object keeps events):
+    // should the handover below never finish, that alarm, or the next start of this object,
+    // does it. Written only when none is set, not for every publish.
+    if ((await this.ctx.storage.getAlarm()) === null) await this.ctx.storage.setAlarm(Date.now() + HANDOVER_RETRY_MS);
     const sql = this.ctx.storage.sql;
     const ids = {
       sequence: this.sequence,
@@ -84,8 +94,16 @@ export class Application extends DurableObject<CloudflareBindings> {
     );
     // Its own events only: those of publishes under way are theirs to hand over.
     const made = stored.filter((s) => s.deliveryIds.length > 0).map((s) => s.eventId);
-    if (made.length > 0) await this.handOver(made);
+    if (made.length > 0 && !(await this.handOver(made))) await this.retrySoon();
     return stored;
+  }
+
+  /** The alarm rings within HANDOVER_RETRY_MS (to finish a handover). */
+  private async retrySoon(): Promise<void> {
+    const alarm = await this.ctx.storage.getAlarm();
+    if (alarm === null || alarm > Date.now() + HANDOVER_RETRY_MS) {
+      await this.ctx.storage.setAlarm(Date.now() + HANDOVER_RETRY_MS);
+    }
   }
 
   /** The webhook whose endpoint holds the delivery, or null when the application has none such. */
@@ -165,17 +183,14 @@ export class Application extends DurableObject<CloudflareBindings> {
     if (rows > 0) log('info', { msg: 'expired events purged', rows });
     const keys = forgetEvents(this.ctx.storage, new Date(now - dedupeHours * HOUR_MS).toISOString(), PURGE_ROWS);
     if (keys > 0) log('info', { msg: 'source keys past the deduplication window forgotten', rows: keys });
-    const oldest = oldestEvent(this.ctx.storage.sql);
-    const kept = oldestKept(this.ctx.storage.sql);
-    const wakes = [
-      oldest === null ? null : oldest + days * 86_400_000,
-      kept === null ? null : kept + dedupeHours * HOUR_MS,
-    ].filter((at): at is number => at !== null);
+    const keeps = oldestEvent(this.ctx.storage.sql) !== null || oldestKept(this.ctx.storage.sql) !== null;
     // More to hand over, or more keys past the window than one alarm forgets: soon again.
     if (!handed || !outboxEmpty(this.ctx.storage.sql) || keys >= PURGE_ROWS) {
       await this.ctx.storage.setAlarm(Date.now() + HANDOVER_RETRY_MS);
-    } else if (wakes.length > 0) {
-      await this.ctx.storage.setAlarm(Math.max(Math.min(...wakes), Date.now() + HOUR_MS));
+    } else if (keeps) {
+      // Hourly while it keeps anything: the retention's next step, and the guard of the handovers
+      // of publishes to come (see publish).
+      await this.ctx.storage.setAlarm(Date.now() + HOUR_MS);
     }
   }
 
