@@ -637,7 +637,11 @@ if (bytes !== null) {
   else {
     const line = (name) => {
       const b = bytes[name];
-      return `${name}: application ${b.application_bytes_per_event.toFixed(0)} B/event, endpoints ${b.endpoints_bytes_per_event.toFixed(0)} B/event, D1 +${b.d1_growth_bytes} B`;
+      const beyond =
+        b.application_beyond_window_bytes_per_event == null
+          ? ''
+          : ` (${b.application_beyond_window_bytes_per_event.toFixed(1)} beyond the deduplication window)`;
+      return `${name}: application ${b.application_bytes_per_event.toFixed(0)} B/event${beyond}, endpoints ${b.endpoints_bytes_per_event.toFixed(0)} B/event, D1 +${b.d1_growth_bytes} B`;
     };
     console.log(`\n${BYTES} (${queueOptions.bytesEvents} events, 2 webhooks): ${line('service')}; ${line('floor')}`);
     if (bytes.service.d1_growth_bytes >= D1_GROWTH_LIMIT)
