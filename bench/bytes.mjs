@@ -30,7 +30,8 @@ function sqliteSize(file) {
 /**
  * An application object's size beyond the deduplication window: a copy of its file with what its
  * alarm deletes once the window has passed (the events kept by source key) deleted, then vacuumed
- * (so only the pages still in use count). Null for the floor, which has no window.
+ * (so only the pages still in use count). An object without that table (the floor's, which has
+ * no window, or one that never published) keeps all it has.
  */
 function beyondWindow(file) {
   const copy = `${file}.beyond`;
@@ -39,7 +40,7 @@ function beyondWindow(file) {
     const has = spawnSync('sqlite3', [copy, "SELECT COUNT(*) FROM sqlite_master WHERE name = 'dedupe';"], {
       encoding: 'utf8',
     });
-    if (has.stdout.trim() !== '1') return null;
+    if (has.stdout.trim() !== '1') return sqliteSize(file).bytes;
     const run = spawnSync('sqlite3', [copy, 'DELETE FROM dedupe;', 'VACUUM;'], { encoding: 'utf8' });
     if (run.status !== 0) throw new Error(`sqlite3 ${copy}: ${run.stderr}`);
     return sqliteSize(copy).bytes;
@@ -112,11 +113,11 @@ async function measure({ name, start, receiver, token, events, log }) {
       .filter(([sub]) => sub.includes('Application'))
       .flatMap(([, list]) => list)
       .map((f) => f.beyond_window_bytes);
-    const beyondBytes = beyond.some((b) => b == null) ? null : beyond.reduce((t, b) => t + b, 0);
+    const beyondBytes = beyond.reduce((t, b) => t + b, 0);
     const out = {
       events,
       application_beyond_window_bytes: beyondBytes,
-      application_beyond_window_bytes_per_event: beyondBytes === null ? null : beyondBytes / events,
+      application_beyond_window_bytes_per_event: beyondBytes / events,
       deliveries: events * WEBHOOKS,
       succeeded: counts.succeeded,
       published_ms: Math.round(publishedMs),
@@ -136,9 +137,7 @@ async function measure({ name, start, receiver, token, events, log }) {
     log(
       `${BYTES} (${name}): application ${(application / events).toFixed(0)} B/event ` +
         `(${out.application_live_bytes_per_event.toFixed(0)} without free pages` +
-        (beyondBytes === null
-          ? ''
-          : `; ${beyondBytes} bytes in all beyond the deduplication window, ${(beyondBytes / events).toFixed(1)} B/event`) +
+        `; ${beyondBytes} bytes in all beyond the deduplication window, ${(beyondBytes / events).toFixed(1)} B/event` +
         `), endpoints ${(endpoints / events).toFixed(0)} B/event ` +
         `(${WEBHOOKS} deliveries each), D1 +${out.d1_growth_bytes} bytes; delivered in ${(deliveredMs / 1000).toFixed(1)} s`,
     );
