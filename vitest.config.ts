@@ -47,6 +47,7 @@ const workers = {
           DELIVERY_RETRY_SCHEDULE: '',
           AUTO_DISABLE_AFTER_HOURS: '',
           DELIVERY_RETENTION_DAYS: '',
+          EVENT_DEDUPE_HOURS: '',
           ENDPOINT_RATE_LIMIT: '',
           WEBHOOK_URL_ALLOWED_ORIGINS: '',
           PORTAL_FRAME_ANCESTORS: '',

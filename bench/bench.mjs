@@ -9,6 +9,7 @@
 // service/baseline.
 //   node bench/bench.mjs [--runs N] [--seconds N] [--connections N] [--only <text>[,<text>]] [--baseline <rev>]
 //     [--deliveries N] [--fanout-events N] [--latency-events N] [--latency-rate N] [--bytes-events N] [--throughput-batch N]
+//     [--rows-events N] [--rows-isolated N]
 //     [--bare-floor] [--no-limiters]
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { gzipSync } from 'node:zlib';
@@ -42,6 +43,7 @@ import {
 } from './harness.mjs';
 import { HOSTILE, HOSTILE_TARGET, runHostile } from './hostile.mjs';
 import { load } from './load.mjs';
+import { measureRows, ROWS } from './rows.mjs';
 import { APPS, NEW_APPS, PER_APP, scenarioList } from './scenarios.mjs';
 
 const RUNS = option('--runs', 3);
@@ -56,6 +58,9 @@ const queueOptions = {
   latencyEvents: option('--latency-events', 200),
   latencyRate: option('--latency-rate', 20),
   bytesEvents: option('--bytes-events', 10_000),
+  // Rows written per event: events published back to back, and events each alone.
+  rowsEvents: option('--rows-events', 200),
+  rowsIsolated: option('--rows-isolated', 5),
   // Events per publish request of delivery throughput (10 deliveries each).
   throughputBatch: option('--throughput-batch', 100),
 };
@@ -64,7 +69,7 @@ const BASELINE_QUEUE_PRODUCERS = { DELIVERIES: 'bench-publish-deliveries' };
 /** D1's growth for bytes per event's events, at most (issue 21). */
 const D1_GROWTH_LIMIT = 64 * 1024;
 // Targets of the whole service, not of one scenario.
-const TARGETS = { deliveryRatio: 0.9, bundleGzipBytes: 40 * 1024, startupMs: 10 };
+const TARGETS = { deliveryRatio: 0.9, bundleGzipBytes: 40 * 1024, startupMs: 10, rowsPerEvent: 20 };
 // --baseline: a scenario whose median service/baseline ratio is under this is slower than the
 // release before by more than this machine's noise (medians of unchanged paths: 0.90-1.13x), a miss.
 const BASELINE_MIN = 0.9;
@@ -113,8 +118,9 @@ const scenarios = allScenarios
 const withBaseline = scenarios.some((s) => s.baseline);
 const queueScenarios = QUEUE_SCENARIOS.filter(selected);
 const withBytes = selected(BYTES);
+const withRows = selected(ROWS);
 const withHostile = selected(HOSTILE);
-if (scenarios.length === 0 && queueScenarios.length === 0 && !withBytes && !withHostile)
+if (scenarios.length === 0 && queueScenarios.length === 0 && !withBytes && !withRows && !withHostile)
   throw new Error(`--only ${only}: no scenario's name has it`);
 
 // A scenario's `seconds` and `connections`, when it has them, take the place of the command
@@ -175,6 +181,20 @@ const bytes = withBytes
       receiver,
       token: platform,
       events: queueOptions.bytesEvents,
+      bundleUrl,
+      floorScript,
+      serviceObjects: SERVICE_OBJECTS,
+      floorObjects: FLOOR_OBJECTS,
+      log: (line) => process.stdout.write(`${line}\n`),
+    }).catch((err) => ({ error: err.message }))
+  : null;
+// Rows written per event: once too.
+const rows = withRows
+  ? await measureRows({
+      receiver,
+      token: platform,
+      events: queueOptions.rowsEvents,
+      isolated: queueOptions.rowsIsolated,
       bundleUrl,
       floorScript,
       serviceObjects: SERVICE_OBJECTS,
@@ -599,13 +619,29 @@ if (report.scenarios['publish 1 app'] && report.scenarios['publish 8 apps']) {
   );
 }
 
+if (rows !== null) {
+  report.rows = rows;
+  if (rows.error !== undefined) failures.push(`${ROWS}: ${rows.error}`);
+  else {
+    const line = (name) =>
+      `${name} ${rows[name].stream.total.toFixed(1)} back to back, ${rows[name].isolated.total.toFixed(1)} each alone`;
+    console.log(`\n${ROWS} (2 webhooks, first attempts, alarms counted): ${line('service')}; ${line('floor')}`);
+    if (rows.service.stream.total > TARGETS.rowsPerEvent)
+      failures.push(`${ROWS}: ${rows.service.stream.total.toFixed(1)} back to back, target <= ${TARGETS.rowsPerEvent}`);
+  }
+}
+
 if (bytes !== null) {
   report.bytes = bytes;
   if (bytes.error !== undefined) failures.push(`${BYTES}: ${bytes.error}`);
   else {
     const line = (name) => {
       const b = bytes[name];
-      return `${name}: application ${b.application_bytes_per_event.toFixed(0)} B/event, endpoints ${b.endpoints_bytes_per_event.toFixed(0)} B/event, D1 +${b.d1_growth_bytes} B`;
+      const beyond =
+        b.application_beyond_window_bytes_per_event == null
+          ? ''
+          : ` (${b.application_beyond_window_bytes_per_event.toFixed(1)} beyond the deduplication window)`;
+      return `${name}: application ${b.application_bytes_per_event.toFixed(0)} B/event${beyond}, endpoints ${b.endpoints_bytes_per_event.toFixed(0)} B/event, D1 +${b.d1_growth_bytes} B`;
     };
     console.log(`\n${BYTES} (${queueOptions.bytesEvents} events, 2 webhooks): ${line('service')}; ${line('floor')}`);
     if (bytes.service.d1_growth_bytes >= D1_GROWTH_LIMIT)

@@ -6,7 +6,7 @@
 // ctx.storage.sql.databaseSize reports). The floor's objects also answer databaseSize itself,
 // through the tool worker, as a check of the files' figure. D1's size is its `meta.size_after`.
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { countsOf, publishMany, startDeliveryWorker } from './deliveries.mjs';
@@ -27,12 +27,37 @@ function sqliteSize(file) {
   return { bytes: pages * pageSize, free_bytes: free * pageSize };
 }
 
+/**
+ * An application object's size beyond the deduplication window: a copy of its file with what its
+ * alarm deletes once the window has passed (the events kept by source key) deleted, then vacuumed
+ * (so only the pages still in use count). An object without that table (the floor's, which has
+ * no window, or one that never published) keeps all it has.
+ */
+function beyondWindow(file) {
+  const copy = `${file}.beyond`;
+  copyFileSync(file, copy);
+  try {
+    const has = spawnSync('sqlite3', [copy, "SELECT COUNT(*) FROM sqlite_master WHERE name = 'dedupe';"], {
+      encoding: 'utf8',
+    });
+    if (has.stdout.trim() !== '1') return sqliteSize(file).bytes;
+    const run = spawnSync('sqlite3', [copy, 'DELETE FROM dedupe;', 'VACUUM;'], { encoding: 'utf8' });
+    if (run.status !== 0) throw new Error(`sqlite3 ${copy}: ${run.stderr}`);
+    return sqliteSize(copy).bytes;
+  } finally {
+    rmSync(copy, { force: true });
+  }
+}
+
 /** Every object's SQLite file under a persisted Durable Objects directory, by class. */
 function objectFiles(dir) {
   const out = {};
   for (const sub of readdirSync(dir)) {
     const files = readdirSync(join(dir, sub)).filter((f) => f.endsWith('.sqlite'));
-    out[sub] = files.map((f) => sqliteSize(join(dir, sub, f)));
+    out[sub] = files.map((f) => ({
+      ...sqliteSize(join(dir, sub, f)),
+      ...(sub.includes('Application') ? { beyond_window_bytes: beyondWindow(join(dir, sub, f)) } : {}),
+    }));
   }
   return out;
 }
@@ -84,8 +109,15 @@ async function measure({ name, start, receiver, token, events, log }) {
         .filter(([sub]) => sub.includes(match))
         .flatMap(([, list]) => list)
         .reduce((t, f) => t + f.free_bytes, 0);
+    const beyond = Object.entries(files)
+      .filter(([sub]) => sub.includes('Application'))
+      .flatMap(([, list]) => list)
+      .map((f) => f.beyond_window_bytes);
+    const beyondBytes = beyond.reduce((t, b) => t + b, 0);
     const out = {
       events,
+      application_beyond_window_bytes: beyondBytes,
+      application_beyond_window_bytes_per_event: beyondBytes / events,
       deliveries: events * WEBHOOKS,
       succeeded: counts.succeeded,
       published_ms: Math.round(publishedMs),
@@ -104,7 +136,9 @@ async function measure({ name, start, receiver, token, events, log }) {
     };
     log(
       `${BYTES} (${name}): application ${(application / events).toFixed(0)} B/event ` +
-        `(${out.application_live_bytes_per_event.toFixed(0)} without free pages), endpoints ${(endpoints / events).toFixed(0)} B/event ` +
+        `(${out.application_live_bytes_per_event.toFixed(0)} without free pages` +
+        `; ${beyondBytes} bytes in all beyond the deduplication window, ${(beyondBytes / events).toFixed(1)} B/event` +
+        `), endpoints ${(endpoints / events).toFixed(0)} B/event ` +
         `(${WEBHOOKS} deliveries each), D1 +${out.d1_growth_bytes} bytes; delivered in ${(deliveredMs / 1000).toFixed(1)} s`,
     );
     return out;

@@ -173,9 +173,11 @@ export async function startDeliveryWorker({
   inspectorPort,
   log,
   persist,
+  countRows = false,
 }) {
   const before = workerdProcesses();
   const worker = await startWorker({
+    countRows,
     script,
     scriptPath,
     durableObjects,

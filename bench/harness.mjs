@@ -93,8 +93,9 @@ export const FLOOR_OBJECTS = {
  * The bench's tool: a second Worker in the same Miniflare whose ENDPOINTS binding reaches the
  * worker under test's endpoint objects (the service's Endpoint, or the floor's FloorEndpoint) by
  * RPC, never through the worker under test: POST /seed {webhookId, deliveries, attempts} seeds
- * one (the service's Endpoint gets that method from SEEDING_ENTRY, the floor's has its own); POST /stats {webhookIds, since} sums their deliveries' counters; POST /size {webhookIds,
- * apps} (floor only) sums ctx.storage.sql.databaseSize.
+ * one (the service's Endpoint gets that method from seedingEntry, the floor's has its own); POST /stats {webhookIds, since} sums their deliveries' counters; POST /size {webhookIds,
+ * apps} (floor only) sums ctx.storage.sql.databaseSize; POST /rows {webhookIds, apps} (workers
+ * started with countRows) answers each object's rows written so far (COUNTING).
  */
 const TOOL_SCRIPT = `export default { async fetch(request, env) {
   const path = new URL(request.url).pathname;
@@ -112,6 +113,11 @@ const TOOL_SCRIPT = `export default { async fetch(request, env) {
     }));
     return Response.json(sums);
   }
+  if (path === '/rows') {
+    const endpoints = await Promise.all(body.webhookIds.map((id) => env.ENDPOINTS.getByName(id).rowsWritten()));
+    const apps = await Promise.all(body.apps.map((id) => env.APPLICATIONS.getByName(id).rowsWritten()));
+    return Response.json({ endpoints, apps });
+  }
   if (path === '/size') {
     const endpoints = await Promise.all(body.webhookIds.map((id) => env.ENDPOINTS.getByName(id).size()));
     const apps = await Promise.all(body.apps.map((id) => env.APPLICATIONS.getByName(id).size()));
@@ -121,14 +127,17 @@ const TOOL_SCRIPT = `export default { async fetch(request, env) {
 } };`;
 
 /**
- * The entry module of a service bundle run with the tool: the bundle's Worker and classes, its
- * Endpoint with one method more, `seed`, that writes deliveries with their state and attempts as
+ * The entry module of a service bundle run with the tool: the bundle's Worker and classes (counted
+ * with `countRows`), its Endpoint with one method more, `seed`, that writes deliveries with their state and attempts as
  * they are given (the delivery log's data; the service itself has no such path).
  */
-const SEEDING_ENTRY = `import worker, { Endpoint as ServiceEndpoint } from './index.js';
-export { Application } from './index.js';
+const seedingEntry = (
+  countRows,
+) => `import worker, { Endpoint as ServiceEndpoint, Application as ServiceApplication } from './index.js';
+${countRows ? COUNTING : 'const counted = (Base) => Base;'}
 export default worker;
-export class Endpoint extends ServiceEndpoint {
+export class Application extends counted(ServiceApplication) {}
+export class Endpoint extends counted(ServiceEndpoint) {
   seed(webhookId, deliveries, attempts) {
     const sql = this.ctx.storage.sql;
     this.ctx.storage.transactionSync(() => {
@@ -152,6 +161,65 @@ export class Endpoint extends ServiceEndpoint {
     });
   }
 }`;
+
+/**
+ * Rows written, counted (`npm run bench`'s rows written per event): each object's class wrapped so
+ * that every statement's cursor is kept and its `rowsWritten` summed when asked (`rowsWritten()`,
+ * by RPC through the tool), with the calls of setAlarm and deleteAlarm beside them (each is a row
+ * written by Cloudflare's rule, and no cursor shows it). What the constructor runs (the schema) is
+ * not counted. The same wrapper for the service's classes and the floor's.
+ */
+const COUNTING = `const countedByObject = new Map();
+function counted(Base) {
+  return class extends Base {
+    constructor(ctx, env) {
+      super(ctx, env);
+      // Per object, in the isolate: an object evicted and started again counts on.
+      const key = ctx.id.toString();
+      let c = countedByObject.get(key);
+      if (c === undefined) {
+        c = { rows: 0, statements: 0, alarms: 0, open: [] };
+        countedByObject.set(key, c);
+      }
+      const fold = () => {
+        for (const cursor of c.open) c.rows += cursor.rowsWritten;
+        c.open = [];
+      };
+      const storage = ctx.storage;
+      const sql = storage.sql;
+      const exec = sql.exec.bind(sql);
+      sql.exec = (...args) => {
+        // The statements before this one are done (read to their end): their counts are final.
+        fold();
+        const cursor = exec(...args);
+        c.open.push(cursor);
+        c.statements++;
+        return cursor;
+      };
+      for (const name of ['setAlarm', 'deleteAlarm']) {
+        const call = storage[name].bind(storage);
+        storage[name] = (...args) => {
+          c.alarms++;
+          return call(...args);
+        };
+      }
+      this.counted = () => {
+        fold();
+        return { rows: c.rows, statements: c.statements, alarms: c.alarms };
+      };
+    }
+    rowsWritten() {
+      return this.counted();
+    }
+  };
+}`;
+
+/** The floor's entry when its rows are counted: its classes wrapped as the service's are. */
+const FLOOR_COUNTING_ENTRY = `import worker, { FloorApplication as A, FloorEndpoint as E } from './floor.js';
+${COUNTING}
+export default worker;
+export class FloorApplication extends counted(A) {}
+export class FloorEndpoint extends counted(E) {}`;
 
 /** WEBHOOK_SECRET_KEY: the AES-256-GCM key that seals webhooks' signing secrets at rest. */
 export const SECRET_KEY = randomBytes(32).toString('base64');
@@ -179,19 +247,32 @@ export async function startWorker({
   tool = false,
   persist,
   configuredLimits = false,
+  countRows = false,
 }) {
   const main = {
     name: 'main',
     modules: true,
     // modulesRoot: the bundle's own directory, which may lie outside this one (--baseline's).
     ...(script !== undefined
-      ? { script }
+      ? countRows
+        ? {
+            modulesRoot: '/',
+            modules: [
+              { type: 'ESModule', path: '/bench-counting.js', contents: FLOOR_COUNTING_ENTRY },
+              { type: 'ESModule', path: '/floor.js', contents: script },
+            ],
+          }
+        : { script }
       : tool && durableObjects?.ENDPOINTS?.className === 'Endpoint'
         ? {
             // The service's bundle, behind the entry that gives its Endpoint the tool's seed.
             modulesRoot: new URL('.', scriptPath).pathname,
             modules: [
-              { type: 'ESModule', path: new URL('bench-seeding.js', scriptPath).pathname, contents: SEEDING_ENTRY },
+              {
+                type: 'ESModule',
+                path: new URL('bench-seeding.js', scriptPath).pathname,
+                contents: seedingEntry(countRows),
+              },
               { type: 'ESModule', path: new URL(scriptPath).pathname, contents: readFileSync(new URL(scriptPath)) },
             ],
           }

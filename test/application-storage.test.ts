@@ -58,7 +58,7 @@ describe('an application whose storage is full', () => {
     expect(Number(batch.headers.get('retry-after'))).toBeGreaterThan(0);
 
     // Nothing of the full application's is stored, at its object or its endpoint.
-    expect(await applicationSql(full, 'SELECT COUNT(*) AS n FROM events')).toEqual([{ n: 0 }]);
+    expect(await applicationSql(full, 'SELECT COUNT(*) AS n FROM dedupe')).toEqual([{ n: 0 }]);
     expect(await endpointSql(fullHook.id, 'SELECT COUNT(*) AS n FROM deliveries')).toEqual([{ n: 0 }]);
 
     // The other application publishes and receives as before.
@@ -81,10 +81,10 @@ describe('an application whose storage is full', () => {
       'events',
     );
     await expectValue(again, 202);
-    expect(await applicationSql(other, "SELECT COUNT(*) AS n FROM events WHERE source_key = 'id:b1'")).toEqual([
+    expect(await applicationSql(other, "SELECT COUNT(*) AS n FROM dedupe WHERE source_key = 'id:b1'")).toEqual([
       { n: 1 },
     ]);
-    expect(await applicationSql(full, 'SELECT COUNT(*) AS n FROM events')).toEqual([{ n: 1 }]);
+    expect(await applicationSql(full, 'SELECT COUNT(*) AS n FROM dedupe')).toEqual([{ n: 1 }]);
   });
 });
 

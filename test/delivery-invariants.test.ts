@@ -6,7 +6,14 @@ import { runDurableObjectAlarm, runInDurableObject } from 'cloudflare:test';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { Application } from '../src/events/application';
 import type { NewDelivery } from '../src/events/store/events';
-import { applicationOf, applicationSql, deliverDue, endpointOf, storedDelivery } from './helpers/objects';
+import {
+  applicationOf,
+  applicationSql,
+  deliverDue,
+  deliveriesOfEvent,
+  endpointOf,
+  storedDelivery,
+} from './helpers/objects';
 import { receiver } from './helpers/receiver';
 import { expectValue } from './helpers/replies';
 import { fetchAndWait, LOG_URL, publishEvent, registerWebhook } from './helpers/requests';
@@ -111,22 +118,17 @@ describe('publishing', () => {
     const { value } = await expectValue<{ event_ids: string[] }>(res, 202);
     const [idA, idB] = value.event_ids as [string, string];
     expect(idA).not.toBe(idB);
-    expect(await applicationSql(a, 'SELECT event_id, source_key FROM events')).toEqual([
+    expect(await applicationSql(a, 'SELECT event_id, source_key FROM dedupe')).toEqual([
       { event_id: idA, source_key: 'id:shared' },
     ]);
-    expect(await applicationSql(b, 'SELECT event_id, source_key FROM events')).toEqual([
+    expect(await applicationSql(b, 'SELECT event_id, source_key FROM dedupe')).toEqual([
       { event_id: idB, source_key: 'id:shared' },
     ]);
-    const [deliveryA] = await applicationSql<{ id: string }>(
-      a,
-      'SELECT CAST(delivery_id AS TEXT) AS id FROM deliveries',
-    );
-    const [deliveryB] = await applicationSql<{ id: string }>(
-      b,
-      'SELECT CAST(delivery_id AS TEXT) AS id FROM deliveries',
-    );
-    expect(await storedDelivery(hookA.id, deliveryA?.id ?? '')).toMatchObject({ event_id: idA });
-    expect(JSON.parse((await storedDelivery(hookB.id, deliveryB?.id ?? ''))?.payload ?? '{}').data).toEqual({ n: 2 });
+    const [[deliveryA], [deliveryB]] = [await deliveriesOfEvent(hookA.id, idA), await deliveriesOfEvent(hookB.id, idB)];
+    expect(await applicationOf(a).locate(deliveryA ?? '')).toBe(hookA.id);
+    expect(await applicationOf(b).locate(deliveryB ?? '')).toBe(hookB.id);
+    expect(await storedDelivery(hookA.id, deliveryA ?? '')).toMatchObject({ event_id: idA });
+    expect(JSON.parse((await storedDelivery(hookB.id, deliveryB ?? ''))?.payload ?? '{}').data).toEqual({ n: 2 });
   });
 
   it('leaves an alarm that finishes a handover that failed: the alarm, rung as the runtime rings it, hands the delivery over', async () => {
@@ -153,7 +155,7 @@ describe('publishing', () => {
 
     expect(await runDurableObjectAlarm(applicationOf(app))).toBe(true);
     expect(await applicationSql(app, 'SELECT COUNT(*) AS n FROM outbox')).toEqual([{ n: 0 }]);
-    const [made] = await applicationSql<{ id: string }>(app, 'SELECT CAST(delivery_id AS TEXT) AS id FROM deliveries');
-    expect(await storedDelivery(hook.id, made?.id ?? '')).toMatchObject({ event_id: eventId });
+    const [made] = await deliveriesOfEvent(hook.id, eventId);
+    expect(await storedDelivery(hook.id, made ?? '')).toMatchObject({ event_id: eventId });
   });
 });

@@ -66,6 +66,7 @@ describe('POST /v1.0/platform/nft/event', () => {
     ['DELIVERY_TIMEOUT_SECONDS', '31'],
     ['AUTO_DISABLE_AFTER_HOURS', '0'],
     ['DELIVERY_RETENTION_DAYS', 'x'],
+    ['EVENT_DEDUPE_HOURS', '721'],
   ])(
     'fails closed on an invalid %s (%s): 500 and a log line naming it, nothing stored or queued',
     async (name, bad) => {

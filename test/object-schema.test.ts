@@ -4,8 +4,16 @@
 // a pending delivery and the outbox are sent by their alarms once, nothing twice.
 import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from 'cloudflare:test';
 import { afterEach, describe, expect, it, vi } from 'vitest';
+import { ENDPOINT_SCHEMA } from '../src/deliveries/store/schema';
 import { APPLICATION_SCHEMA } from '../src/events/store/schema';
-import { applicationOf, applicationSql, endpointOf, endpointSql, storedDelivery } from './helpers/objects';
+import {
+  applicationOf,
+  applicationSql,
+  deliveriesOfEvent,
+  endpointOf,
+  endpointSql,
+  storedDelivery,
+} from './helpers/objects';
 import { receiver } from './helpers/receiver';
 import { expectValue } from './helpers/replies';
 import { eventRequest, fetchAndWait, registerWebhook } from './helpers/requests';
@@ -128,7 +136,7 @@ const schemaOf = (sql: SqlStorage) =>
 const iso = (ms: number) => new Date(ms).toISOString();
 
 describe('an Endpoint written by the release before', () => {
-  it('starts at version 1 with every delivery, attempt and counter; its alarm sends the due one once and nothing twice', async () => {
+  it("starts at this release's version with every delivery, attempt and counter; its alarm sends the due one once and nothing twice", async () => {
     const app = freshApp();
     const hook = await registerWebhook(app);
     const { requests } = receiver(() => new Response('ok'));
@@ -199,7 +207,9 @@ describe('an Endpoint written by the release before', () => {
 
     // This release's class starts on that storage.
     await evictDurableObject(stub);
-    expect(await endpointSql(hook.id, 'SELECT version FROM schema_version')).toEqual([{ version: 1 }]);
+    expect(await endpointSql(hook.id, 'SELECT version FROM schema_version')).toEqual([
+      { version: ENDPOINT_SCHEMA.length },
+    ]);
     expect(await runInDurableObject(stub, (_i, state) => schemaOf(state.storage.sql))).toEqual(fresh);
     expect(await endpointSql(hook.id, 'SELECT * FROM deliveries ORDER BY delivery_id')).toEqual(before.deliveries);
     expect(await endpointSql(hook.id, 'SELECT * FROM delivery_attempts ORDER BY delivery_id, attempt')).toEqual(
@@ -243,8 +253,19 @@ describe('an Endpoint written by the release before', () => {
     await evictDurableObject(stub);
     await runDurableObjectAlarm(stub);
     expect(requests).toHaveLength(1);
-    expect(await endpointSql(hook.id, 'SELECT version FROM schema_version')).toEqual([{ version: 1 }]);
+    expect(await endpointSql(hook.id, 'SELECT version FROM schema_version')).toEqual([
+      { version: ENDPOINT_SCHEMA.length },
+    ]);
     expect(await endpointSql(hook.id, 'SELECT COUNT(*) AS n FROM delivery_attempts')).toEqual([{ n: 6 }]);
+    // The counters went on from the release before's: the sent one succeeded, its attempt counted
+    // in the hour it was made.
+    const after = await stub.stats(created.slice(0, 13));
+    const total = (k: 'pending' | 'succeeded' | 'failed' | 'cancelled' | 'attempts') =>
+      after.reduce((sum, h) => sum + h[k], 0);
+    expect([total('pending'), total('succeeded'), total('failed'), total('cancelled'), total('attempts')]).toEqual([
+      1, 2, 1, 1, 6,
+    ]);
+    expect(after.find((h) => h.hour === created.slice(0, 13) + ':00:00Z')).toMatchObject({ pending: 1, succeeded: 2 });
   });
 });
 
@@ -323,11 +344,17 @@ describe('an Application written by the release before', () => {
     expect(await publish('pub-1')).toBe('evt_published');
     expect(await endpointSql(hook.id, 'SELECT COUNT(*) AS n FROM deliveries')).toEqual([{ n: 1 }]);
     const fresher = await publish('pub-2');
-    const [made] = await applicationSql<{ id: string }>(
-      app,
-      'SELECT CAST(delivery_id AS TEXT) AS id FROM deliveries WHERE delivery_id > 112',
-    );
-    expect(BigInt(made?.id ?? '0')).toBeGreaterThan(112n);
-    expect(await storedDelivery(hook.id, made?.id ?? '')).toMatchObject({ event_id: fresher });
+    // The new delivery's id carries its endpoint's number (step 4 numbered the endpoint noted
+    // before): above every id given before, and no index row for it.
+    const [made] = await deliveriesOfEvent(hook.id, fresher);
+    expect(BigInt(made ?? '0')).toBeGreaterThanOrEqual(2n ** 62n);
+    expect(await storedDelivery(hook.id, made ?? '')).toMatchObject({ event_id: fresher });
+    expect(await applicationSql(app, 'SELECT webhook_id, n FROM endpoints')).toEqual([{ webhook_id: hook.id, n: 1 }]);
+    expect(await applicationSql(app, 'SELECT * FROM deliveries ORDER BY delivery_id')).toEqual(before.deliveries);
+    // Both are found by their ids: the old one by its index row, the new one by the id alone.
+    expect(await stub.locate('111')).toBe(hook.id);
+    expect(await stub.locate('112')).toBe(hook.id);
+    expect(await stub.locate(made ?? '')).toBe(hook.id);
+    expect(await stub.locate('113')).toBeNull();
   });
 });

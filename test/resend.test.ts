@@ -59,7 +59,8 @@ const deliveryRow = async (app: string, webhookId: string, id: string) => {
   if (d === undefined) return undefined;
   const [event] = await applicationSql<{ source_key: string | null }>(
     app,
-    'SELECT source_key FROM events WHERE event_id = ?1',
+    `SELECT CASE WHEN source_key LIKE 'evt:%' THEN NULL ELSE source_key END AS source_key FROM dedupe
+     WHERE event_id = ?1`,
     d.event_id,
   );
   const { status, attempts, event_id, message_id, payload, type, schedule_start, next_attempt_at } = d;

@@ -162,14 +162,19 @@ describe('a change told to the endpoint stops or changes a pass already under wa
       sql.exec('DROP TABLE endpoints');
       sql.exec('DROP TABLE webhook_values');
       sql.exec('DROP TABLE value_counts');
+      sql.exec('DROP TABLE dedupe');
       sql.exec('DELETE FROM schema_version');
       sql.exec('INSERT INTO schema_version (version) VALUES (1)');
       sql.exec(`INSERT INTO deliveries (delivery_id, webhook_id, created_at) VALUES
         (1, '77', '2026-11-01T00:00:00Z'), (2, '77', '2026-11-01T00:00:00Z'), (3, '78', '2026-11-01T00:00:00Z')`);
       upgradeSchema(state.storage, APPLICATION_SCHEMA);
       upgradeSchema(state.storage, APPLICATION_SCHEMA);
-      return sql.exec('SELECT webhook_id FROM endpoints ORDER BY webhook_id').toArray();
+      return sql.exec('SELECT webhook_id, n FROM endpoints ORDER BY webhook_id').toArray();
     });
-    expect(upgraded).toEqual([{ webhook_id: '77' }, { webhook_id: '78' }]);
+    // Numbered in the order of their ids (what delivery ids made from then on carry).
+    expect(upgraded).toEqual([
+      { webhook_id: '77', n: 1 },
+      { webhook_id: '78', n: 2 },
+    ]);
   });
 });

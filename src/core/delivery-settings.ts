@@ -1,4 +1,4 @@
-// The delivery settings (DELIVERY_*, AUTO_DISABLE_AFTER_HOURS, ENDPOINT_RATE_LIMIT): read and checked
+// The delivery settings (DELIVERY_*, AUTO_DISABLE_AFTER_HOURS, ENDPOINT_RATE_LIMIT, EVENT_DEDUPE_HOURS): read and checked
 // once per isolate. Every path that makes deliveries checks them first (events/fail-closed.ts), so
 // an invalid one fails closed everywhere, not only where deliveries are sent.
 import { ConfigError } from '../core/errors';
@@ -14,10 +14,14 @@ export interface DeliveryConfig {
   autoDisableHours: number;
   /** Days events, deliveries and attempts are kept. */
   retentionDays: number;
+  /** Hours publishing stays idempotent per source key (EVENT_DEDUPE_HOURS): at most the retention. */
+  dedupeHours: number;
   /** Attempts a second that any one endpoint is sent at most (ENDPOINT_RATE_LIMIT). */
   endpointRate: number;
 }
 
+/** Hours publishing stays idempotent per source key when EVENT_DEDUPE_HOURS is not set. */
+export const DEFAULT_DEDUPE_HOURS = 72;
 /** Attempts a second per endpoint when ENDPOINT_RATE_LIMIT is not set. */
 export const DEFAULT_ENDPOINT_RATE = 50;
 /** The most a rate limit may allow (ENDPOINT_RATE_LIMIT, a webhook's rate_limit). */
@@ -56,11 +60,17 @@ export function parseSchedule(text: string): number[] {
  * ConfigError naming the setting: deliveries then wait (fail closed) until it is fixed.
  */
 export function deliveryConfig(env: object): DeliveryConfig {
-  return perIsolate(env, 'delivery', () => ({
-    timeoutSeconds: wholeNumber(env, 'DELIVERY_TIMEOUT_SECONDS', 15, 1, 30),
-    schedule: parseSchedule(setting(env, 'DELIVERY_RETRY_SCHEDULE') ?? DEFAULT_SCHEDULE),
-    autoDisableHours: wholeNumber(env, 'AUTO_DISABLE_AFTER_HOURS', 120, 1, 8760),
-    retentionDays: wholeNumber(env, 'DELIVERY_RETENTION_DAYS', 30, 1, 3650),
-    endpointRate: wholeNumber(env, 'ENDPOINT_RATE_LIMIT', DEFAULT_ENDPOINT_RATE, 1, MAX_ENDPOINT_RATE),
-  }));
+  return perIsolate(env, 'delivery', () => {
+    const retentionDays = wholeNumber(env, 'DELIVERY_RETENTION_DAYS', 30, 1, 3650);
+    const hours = retentionDays * 24;
+    return {
+      timeoutSeconds: wholeNumber(env, 'DELIVERY_TIMEOUT_SECONDS', 15, 1, 30),
+      schedule: parseSchedule(setting(env, 'DELIVERY_RETRY_SCHEDULE') ?? DEFAULT_SCHEDULE),
+      autoDisableHours: wholeNumber(env, 'AUTO_DISABLE_AFTER_HOURS', 120, 1, 8760),
+      retentionDays,
+      // The default is cut to a shorter retention; a value set above it is refused.
+      dedupeHours: wholeNumber(env, 'EVENT_DEDUPE_HOURS', Math.min(DEFAULT_DEDUPE_HOURS, hours), 1, hours),
+      endpointRate: wholeNumber(env, 'ENDPOINT_RATE_LIMIT', DEFAULT_ENDPOINT_RATE, 1, MAX_ENDPOINT_RATE),
+    };
+  });
 }

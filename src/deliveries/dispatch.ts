@@ -150,7 +150,12 @@ function attempted(row: DeliveryToAttempt, at: number, result: AttemptResult, co
  * just before it starts (else cancelled or held), signed with the webhook's secrets as they stand,
  * and sent. Should the webhook change while it is being signed, it is admitted again.
  */
-function dispatch(row: DueDelivery, context: DispatchContext, connection: ReturnType<typeof slots>) {
+function dispatch(
+  row: DueDelivery,
+  context: DispatchContext,
+  connection: ReturnType<typeof slots>,
+  checkUrl: (url: string) => string,
+) {
   return connection(async (): Promise<Dispatched> => {
     for (;;) {
       const admission = await context.gate.admit(row);
@@ -188,7 +193,7 @@ function dispatch(row: DueDelivery, context: DispatchContext, connection: Return
       let checked: string;
       try {
         // The URL rules may have tightened since it was registered: a refused URL is never requested.
-        checked = webhookUrl(url, context.origins);
+        checked = checkUrl(url);
       } catch (err) {
         if (!(err instanceof InvalidInput)) throw err;
         const refused: AttemptResult = {
@@ -222,10 +227,27 @@ function dispatch(row: DueDelivery, context: DispatchContext, connection: Return
  */
 export function dispatchAll(due: DueDelivery[], context: DispatchContext): Promise<Dispatched[]> {
   const connection = slots(MAX_CONCURRENT_ATTEMPTS);
+  // The URL rules checked once per URL in a pass (its deliveries share the webhook's URL), not
+  // once per attempt: the same URL and rules give the same answer.
+  const urls = new Map<string, string | InvalidInput>();
+  const checkUrl = (url: string) => {
+    let checked = urls.get(url);
+    if (checked === undefined) {
+      try {
+        checked = webhookUrl(url, context.origins);
+      } catch (err) {
+        if (!(err instanceof InvalidInput)) throw err;
+        checked = err;
+      }
+      urls.set(url, checked);
+    }
+    if (checked instanceof InvalidInput) throw checked;
+    return checked;
+  };
   return Promise.all(
     due.map(async (row): Promise<Dispatched> => {
       try {
-        return await dispatch(row, context, connection);
+        return await dispatch(row, context, connection, checkUrl);
       } catch (err) {
         log('error', { msg: 'a delivery failed unexpectedly; it waits', delivery_id: row.delivery_id }, err);
         return { row, kind: 'wait' };

@@ -104,13 +104,17 @@ export class Endpoint extends DurableObject<CloudflareBindings> {
 
   /** Sends whatever is due now (after any pass under way), then sets the alarm for what comes next. */
   deliverDue(): Promise<void> {
-    const run = this.sending.then(() => this.send());
-    this.sending = run.catch(() => {});
-    return run;
+    return this.run(false);
   }
 
   override async alarm(): Promise<void> {
-    await this.deliverDue();
+    await this.run(true);
+  }
+
+  private run(inAlarm: boolean): Promise<void> {
+    const run = this.sending.then(() => this.send(inAlarm));
+    this.sending = run.catch(() => {});
+    return run;
   }
 
   /**
@@ -127,7 +131,13 @@ export class Endpoint extends DurableObject<CloudflareBindings> {
     if (current === null || current > at) await this.ctx.storage.setAlarm(at);
   }
 
-  private async send(): Promise<void> {
+  /**
+   * Passes until nothing is due now, work that arrives meanwhile included, then the alarm for what
+   * comes next. No alarm is set for the passes themselves: the runtime rings an alarm whose
+   * handler failed or died again, so a pass cut short (its requests in flight) is resumed; the
+   * alarm is written once at the end (`inAlarm`: the one that rang is spent, so none is cleared).
+   */
+  private async send(inAlarm: boolean): Promise<void> {
     const webhookId = endpointWebhook(this.ctx.storage.sql);
     if (webhookId === null) return;
     let settings: SendSettings;
@@ -139,9 +149,7 @@ export class Endpoint extends DurableObject<CloudflareBindings> {
       await this.ctx.storage.setAlarm(Date.now() + WAIT_SECONDS * 1000);
       return;
     }
-    // Should this pass die with its requests in flight, the alarm comes back for them.
     const { config } = settings;
-    await this.ctx.storage.setAlarm(Date.now() + (config.timeoutSeconds + 60) * 1000);
     const { schedule, notices, ordering } = this;
     const endpoint = { webhookId, storage: this.ctx.storage, schedule, notices, ordering };
     let next: number | null = null;
@@ -149,19 +157,21 @@ export class Endpoint extends DurableObject<CloudflareBindings> {
     this.arrived = false;
     try {
       for (let pass = 0; pass < PASSES_PER_ALARM; pass++) {
+        this.arrived = false;
         next = await sendDue(endpoint, this.env, settings, (input, init) => fetch(input, init));
-        if (next === null || next > Date.now()) break;
+        // Work that arrived during the pass may be due now: another pass, no alarm written for it.
+        if (!this.arrived && (next === null || next > Date.now())) break;
       }
     } finally {
       this.passing = false;
     }
-    // Work that arrived during the passes may be due now (what arrives after this sets the alarm
-    // itself).
+    // Work that arrived during the last pass allowed may be due now (what arrives after this sets
+    // the alarm itself).
     if (this.arrived) next = Date.now();
     const retention = this.retain(config.retentionDays);
     const wake = next === null ? retention : retention === null ? next : Math.min(next, retention);
-    if (wake === null) await this.ctx.storage.deleteAlarm();
-    else await this.ctx.storage.setAlarm(Math.max(wake, Date.now()));
+    if (wake !== null) await this.ctx.storage.setAlarm(Math.max(wake, Date.now()));
+    else if (!inAlarm) await this.ctx.storage.deleteAlarm();
   }
 
   /** Deletes what is past the retention, at most hourly; returns when it has work next (null: none). */

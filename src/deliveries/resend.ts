@@ -21,9 +21,11 @@ export async function resend(c: Context<AppEnv>): Promise<Response> {
   const missing = () => notFound('no such delivery for this application');
   const webhookId = await inObject(() => c.env.APPLICATIONS.getByName(appId).locate(deliveryId));
   if (webhookId === null) throw missing();
-  const endpoint = await ownedEndpoint(c, webhookId, { enabled: true, missing });
-  const original = await inObject(() => endpoint.eventOf(deliveryId, appId));
+  // The delivery is read before the webhook: an id names its endpoint whether or not the delivery
+  // exists, and a missing one is 404 whatever its webhook's state.
+  const original = await inObject(() => c.env.ENDPOINTS.getByName(webhookId).eventOf(deliveryId, appId));
   if (original === null) throw missing();
+  await ownedEndpoint(c, webhookId, { enabled: true, missing });
   const eventId = newEventId();
   const createdAt = new Date().toISOString();
   const event = {

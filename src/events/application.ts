@@ -1,7 +1,8 @@
 // One Durable Object per application: its events (publishing is idempotent per source key), the
-// ids and index of its deliveries, and their handover to the endpoints' objects, which hold and
-// send them. A handover that fails stays in the outbox and the alarm tries again, so a stored
-// event never loses a delivery. Each application's storage is its own: one that is full, or
+// ids of its deliveries, and their handover to the endpoints' objects, which hold and send them. A
+// handover that fails stays in the outbox and the alarm tries again (within seconds; when the
+// object itself died mid-handover, at its next start or its hourly alarm), so a stored event
+// never loses a delivery. Each application's storage is its own: one that is full, or
 // failing, fails only its own publishes.
 import { DurableObject } from 'cloudflare:workers';
 import { groupBy } from '../core/batches';
@@ -18,8 +19,10 @@ import { readSubscribers } from '../webhooks/store/subscribers';
 import { filtersOf, targetsOf } from './audience';
 import { type Filters, filterTargets, matchesHere } from './filtering';
 import { lastChange, noteChange } from './store/changes';
+import { forgetEvents, oldestKept } from './store/dedupe';
+import { Sequence, webhookOf } from './store/delivery-ids';
 import { holdsDeliveries, rememberEndpoints } from './store/endpoints';
-import { type EventToStore, insertEvents, type NewDelivery, type StoredEvent, webhookOf } from './store/events';
+import { type EventToStore, insertEvents, type NewDelivery, type StoredEvent } from './store/events';
 import { handedOver, outbox, outboxEmpty } from './store/outbox';
 import { oldestEvent, purgeEvents } from './store/retention';
 import { APPLICATION_SCHEMA } from './store/schema';
@@ -60,11 +63,23 @@ export class Application extends DurableObject<CloudflareBindings> {
   private readonly handing = new Map<string, Promise<void>>();
   /** The newest webhook change told (store/changes.ts), once read in this instance. */
   private changed: number | undefined;
+  /** The events' sequence numbers, which their deliveries' ids carry. */
+  private readonly sequence = new Sequence();
 
   constructor(ctx: DurableObjectState, env: CloudflareBindings) {
     super(ctx, env);
     // Its tables at this release's version before any call or alarm reaches it.
     startWithSchema(ctx, APPLICATION_SCHEMA);
+    // Handovers an instance before this one left unfinished (it died between storing and handing
+    // over) are taken up soon.
+    void ctx.blockConcurrencyWhile(async () => {
+      try {
+        if (!outboxEmpty(ctx.storage.sql)) await this.retrySoon();
+      } catch (err) {
+        // Its hourly alarm still comes (see publish).
+        log('error', { msg: 'could not set the alarm that finishes handovers' }, err);
+      }
+    });
   }
 
   /**
@@ -81,20 +96,31 @@ export class Application extends DurableObject<CloudflareBindings> {
     filters: Filters = {},
     seen?: number,
   ): Promise<StoredEvent[]> {
-    // The alarm is set before the write: should the handover below never finish, it does it.
+    // An alarm is set before the write (it rings at least hourly while the object keeps events):
+    // should the handover below never finish, that alarm, or the next start of this object,
+    // does it. Written only when none is set, not for every publish.
+    if ((await this.ctx.storage.getAlarm()) === null) await this.ctx.storage.setAlarm(Date.now() + HANDOVER_RETRY_MS);
+    const now = seen === undefined ? { targets, filters } : await this.subscribersNow(events, targets, filters, seen);
+    const sql = this.ctx.storage.sql;
+    const ids = {
+      sequence: this.sequence,
+      dedupeSince: new Date(Date.now() - deliveryConfig(this.env).dedupeHours * HOUR_MS).toISOString(),
+    };
+    const stored = this.ctx.storage.transactionSync(() =>
+      insertEvents(sql, events, filterTargets(sql, events, now.targets, now.filters), ids),
+    );
+    // Its own events only: those of publishes under way are theirs to hand over.
+    const made = stored.filter((s) => s.deliveryIds.length > 0).map((s) => s.eventId);
+    if (made.length > 0 && !(await this.handOver(made))) await this.retrySoon();
+    return stored;
+  }
+
+  /** The alarm rings within HANDOVER_RETRY_MS (to finish a handover). */
+  private async retrySoon(): Promise<void> {
     const alarm = await this.ctx.storage.getAlarm();
     if (alarm === null || alarm > Date.now() + HANDOVER_RETRY_MS) {
       await this.ctx.storage.setAlarm(Date.now() + HANDOVER_RETRY_MS);
     }
-    const now = seen === undefined ? { targets, filters } : await this.subscribersNow(events, targets, filters, seen);
-    const sql = this.ctx.storage.sql;
-    const stored = this.ctx.storage.transactionSync(() =>
-      insertEvents(sql, events, filterTargets(sql, events, now.targets, now.filters)),
-    );
-    // Its own events only: those of publishes under way are theirs to hand over.
-    const made = stored.filter((s) => s.deliveryIds.length > 0).map((s) => s.eventId);
-    if (made.length > 0) await this.handOver(made);
-    return stored;
   }
 
   /**
@@ -196,14 +222,20 @@ export class Application extends DurableObject<CloudflareBindings> {
   override async alarm(): Promise<void> {
     let handed = await this.handOver();
     while (handed && !outboxEmpty(this.ctx.storage.sql)) handed = await this.handOver();
-    const days = deliveryConfig(this.env).retentionDays;
-    const rows = purgeEvents(this.ctx.storage, new Date(Date.now() - days * 86_400_000).toISOString(), PURGE_ROWS);
+    const { retentionDays: days, dedupeHours } = deliveryConfig(this.env);
+    const now = Date.now();
+    const rows = purgeEvents(this.ctx.storage, new Date(now - days * 86_400_000).toISOString(), PURGE_ROWS);
     if (rows > 0) log('info', { msg: 'expired events purged', rows });
-    const oldest = oldestEvent(this.ctx.storage.sql);
-    if (!handed || !outboxEmpty(this.ctx.storage.sql)) {
+    const keys = forgetEvents(this.ctx.storage, new Date(now - dedupeHours * HOUR_MS).toISOString(), PURGE_ROWS);
+    if (keys > 0) log('info', { msg: 'source keys past the deduplication window forgotten', rows: keys });
+    const keeps = oldestEvent(this.ctx.storage.sql) !== null || oldestKept(this.ctx.storage.sql) !== null;
+    // More to hand over, or more keys past the window than one alarm forgets: soon again.
+    if (!handed || !outboxEmpty(this.ctx.storage.sql) || keys >= PURGE_ROWS) {
       await this.ctx.storage.setAlarm(Date.now() + HANDOVER_RETRY_MS);
-    } else if (oldest !== null) {
-      await this.ctx.storage.setAlarm(Math.max(oldest + days * 86_400_000, Date.now() + HOUR_MS));
+    } else if (keeps) {
+      // Hourly while it keeps anything: the retention's next step, and the guard of the handovers
+      // of publishes to come (see publish).
+      await this.ctx.storage.setAlarm(Date.now() + HOUR_MS);
     }
   }
 

@@ -1,5 +1,5 @@
-// What an application has stored, as its objects hold it: its events (in its Application object)
-// and the deliveries of them (in the Endpoint objects of its webhooks, as D1 lists them).
+// What an application has stored, as its objects hold it: its events (those with a source key in
+// its Application object, the others known by their deliveries) and the deliveries of them (in the Endpoint objects of its webhooks, as D1 lists them).
 import { webhooksOf } from './database';
 import { applicationSql, endpointSql } from './objects';
 
@@ -22,9 +22,12 @@ export interface AppDelivery {
 
 /** The application's events (oldest first) and its deliveries at every webhook it has (by id). */
 export async function appState(appId: string): Promise<{ events: AppEvent[]; deliveries: AppDelivery[] }> {
-  const events = await applicationSql<AppEvent>(
+  // Events kept by source key (and those of the release before), then the unkeyed ones, which only
+  // their deliveries record.
+  const keyed = await applicationSql<AppEvent>(
     appId,
-    'SELECT event_id, source_key, created_at FROM events ORDER BY created_at',
+    `SELECT event_id, CASE WHEN source_key LIKE 'evt:%' THEN NULL ELSE source_key END AS source_key, created_at
+     FROM dedupe UNION ALL SELECT event_id, source_key, created_at FROM events`,
   );
   const deliveries: AppDelivery[] = [];
   for (const hook of await webhooksOf(appId)) {
@@ -35,6 +38,13 @@ export async function appState(appId: string): Promise<{ events: AppEvent[]; del
     );
     deliveries.push(...rows.map((r) => ({ ...r, webhook_id: hook.webhook_id })));
   }
+  const events = [...keyed];
+  for (const d of deliveries) {
+    if (!events.some((e) => e.event_id === d.event_id)) {
+      events.push({ event_id: d.event_id, source_key: null, created_at: d.created_at });
+    }
+  }
+  events.sort((a, b) => a.created_at.localeCompare(b.created_at));
   return { events, deliveries };
 }
 

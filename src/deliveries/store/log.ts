@@ -101,11 +101,21 @@ export interface HourCounts {
   attempts: number;
 }
 
-/** The counters of every hour from `since` (the start of an hour, `2026-11-24T14:00:00Z`) on. */
+/**
+ * The counters of every hour from `since` (the start of an hour, `2026-11-24T14:00:00Z`) on: those
+ * kept, with the pending deliveries counted now (read through the index of pending ones only).
+ */
 export function readHourCounts(sql: SqlStorage, since: string): HourCounts[] {
   return sql
     .exec<HourCounts & Record<string, SqlStorageValue>>(
-      `SELECT hour, pending, succeeded, failed, cancelled, attempts FROM delivery_stats WHERE hour >= ?1 ORDER BY hour`,
+      `SELECT hour, SUM(pending) AS pending, SUM(succeeded) AS succeeded, SUM(failed) AS failed,
+         SUM(cancelled) AS cancelled, SUM(attempts) AS attempts
+       FROM (
+         SELECT hour, pending, succeeded, failed, cancelled, attempts FROM delivery_stats WHERE hour >= ?1
+         UNION ALL
+         SELECT substr(created_at, 1, 13) || ':00:00Z' AS hour, 1, 0, 0, 0, 0
+         FROM deliveries INDEXED BY deliveries_due WHERE status = 'pending')
+       WHERE hour >= ?1 GROUP BY hour ORDER BY hour`,
       since,
     )
     .toArray();

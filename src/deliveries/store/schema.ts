@@ -1,5 +1,5 @@
 // The endpoint object's own SQLite database: each delivery with the body it sends, every attempt
-// as it happened, hourly counters kept by triggers, and the endpoint's own facts (its webhook).
+// as it happened, hourly counters kept by triggers (pending ones counted when read), and the endpoint's own facts (its webhook).
 // Its schema, by versioned steps (src/platform/object-schema.ts): append a step, never edit one.
 import type { SchemaStep } from '../../platform/object-schema';
 
@@ -72,5 +72,52 @@ END;
 CREATE TABLE IF NOT EXISTS endpoint (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
 `;
 
+/**
+ * Step 2: fewer counter writes. Pending deliveries are counted when read, from the index of pending
+ * ones (store/log.ts), so the counters keep only what has ended and the attempts: a delivery's
+ * change (its status, its attempts) is counted by one trigger on the deliveries, in one row when
+ * the attempt's hour is the delivery's (two when not), where three triggers wrote three before;
+ * the attempts' own trigger goes (the attempt is counted from its delivery's change). A delivery
+ * stored already ended (seeded) counts as before, with its attempts in the hour of its last.
+ */
+const V2 = `
+DROP TRIGGER delivery_stats_created;
+DROP TRIGGER delivery_stats_status;
+DROP TRIGGER delivery_stats_attempt;
+UPDATE delivery_stats SET pending = 0 WHERE pending <> 0;
+CREATE TRIGGER delivery_stats_created AFTER INSERT ON deliveries
+WHEN NEW.status <> 'pending' OR NEW.attempts > 0
+BEGIN
+  INSERT INTO delivery_stats (hour, succeeded, failed, cancelled)
+  SELECT substr(NEW.created_at, 1, 13) || ':00:00Z', NEW.status = 'succeeded', NEW.status = 'failed',
+    NEW.status = 'cancelled'
+  WHERE NEW.status <> 'pending'
+  ON CONFLICT (hour) DO UPDATE SET succeeded = succeeded + excluded.succeeded, failed = failed + excluded.failed,
+    cancelled = cancelled + excluded.cancelled;
+  INSERT INTO delivery_stats (hour, attempts)
+  SELECT substr(NEW.last_attempt_at, 1, 13) || ':00:00Z', NEW.attempts
+  WHERE NEW.attempts > 0 AND NEW.last_attempt_at IS NOT NULL
+  ON CONFLICT (hour) DO UPDATE SET attempts = attempts + excluded.attempts;
+END;
+CREATE TRIGGER delivery_stats_changed AFTER UPDATE OF status, attempts ON deliveries
+WHEN OLD.status <> NEW.status OR NEW.attempts > OLD.attempts
+BEGIN
+  INSERT INTO delivery_stats (hour, succeeded, failed, cancelled, attempts)
+  SELECT substr(NEW.created_at, 1, 13) || ':00:00Z',
+    (NEW.status = 'succeeded') - (OLD.status = 'succeeded'), (NEW.status = 'failed') - (OLD.status = 'failed'),
+    (NEW.status = 'cancelled') - (OLD.status = 'cancelled'),
+    CASE WHEN substr(NEW.last_attempt_at, 1, 13) = substr(NEW.created_at, 1, 13)
+      THEN max(NEW.attempts - OLD.attempts, 0) ELSE 0 END
+  WHERE OLD.status <> NEW.status
+    OR (NEW.attempts > OLD.attempts AND substr(NEW.last_attempt_at, 1, 13) = substr(NEW.created_at, 1, 13))
+  ON CONFLICT (hour) DO UPDATE SET succeeded = succeeded + excluded.succeeded, failed = failed + excluded.failed,
+    cancelled = cancelled + excluded.cancelled, attempts = attempts + excluded.attempts;
+  INSERT INTO delivery_stats (hour, attempts)
+  SELECT substr(NEW.last_attempt_at, 1, 13) || ':00:00Z', NEW.attempts - OLD.attempts
+  WHERE NEW.attempts > OLD.attempts AND substr(NEW.last_attempt_at, 1, 13) <> substr(NEW.created_at, 1, 13)
+  ON CONFLICT (hour) DO UPDATE SET attempts = attempts + excluded.attempts;
+END;
+`;
+
 /** The endpoint object's schema steps: step n takes version n - 1 to n. */
-export const ENDPOINT_SCHEMA: readonly SchemaStep[] = [(sql) => sql.exec(V1)];
+export const ENDPOINT_SCHEMA: readonly SchemaStep[] = [(sql) => sql.exec(V1), (sql) => sql.exec(V2)];

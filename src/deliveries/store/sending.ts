@@ -32,42 +32,34 @@ export interface AttemptRecord {
  * as it is. Returns how many were new.
  */
 export function insertDeliveries(sql: SqlStorage, deliveries: NewDelivery[]): number {
-  let added = 0;
-  for (const d of deliveries) {
-    added += sql
-      .exec(
-        `INSERT OR IGNORE INTO deliveries (delivery_id, event_id, message_id, app_id, type, payload, next_attempt_at, created_at)
-       VALUES (CAST(?1 AS INTEGER), ?2, ?3, ?4, ?5, ?6, ?7, ?7)
+  // One statement for the whole handover (the rows as JSON), not one per delivery.
+  return sql
+    .exec(
+      `INSERT OR IGNORE INTO deliveries (delivery_id, event_id, message_id, app_id, type, payload, next_attempt_at, created_at)
+       SELECT CAST(json_extract(value, '$.delivery_id') AS INTEGER), json_extract(value, '$.event_id'),
+         json_extract(value, '$.message_id'), json_extract(value, '$.app_id'), json_extract(value, '$.type'),
+         json_extract(value, '$.payload'), json_extract(value, '$.created_at'), json_extract(value, '$.created_at')
+       FROM json_each(?1) WHERE true
        RETURNING delivery_id`,
-        d.delivery_id,
-        d.event_id,
-        d.message_id,
-        d.app_id,
-        d.type,
-        d.payload,
-        d.created_at,
-      )
-      .toArray().length;
-  }
-  return added;
+      JSON.stringify(deliveries),
+    )
+    .toArray().length;
 }
 
-/** Records attempts; one recorded already (a repeat) is left as it was. */
+/** Records attempts (one statement for them all); one recorded already (a repeat) is left as it was. */
 export function insertAttempts(sql: SqlStorage, attempts: AttemptRecord[]): void {
-  for (const a of attempts) {
-    sql.exec(
-      `INSERT OR IGNORE INTO delivery_attempts (delivery_id, attempt, attempted_at, status, error, duration_ms, body)
-       SELECT CAST(?1 AS INTEGER), ?2, ?3, ?4, ?5, ?6, ?7
-       WHERE EXISTS (SELECT 1 FROM deliveries WHERE delivery_id = CAST(?1 AS INTEGER))`,
-      a.delivery_id,
-      a.attempt,
-      a.attempted_at,
-      a.status,
-      a.error,
-      a.duration_ms,
-      a.body,
-    );
-  }
+  if (attempts.length === 0) return;
+  sql.exec(
+    `INSERT OR IGNORE INTO delivery_attempts (delivery_id, attempt, attempted_at, status, error, duration_ms, body)
+     SELECT a.id, a.attempt, a.at, a.status, a.error, a.ms, a.body FROM (
+       SELECT CAST(json_extract(value, '$.delivery_id') AS INTEGER) AS id, json_extract(value, '$.attempt') AS attempt,
+         json_extract(value, '$.attempted_at') AS at, json_extract(value, '$.status') AS status,
+         json_extract(value, '$.error') AS error, json_extract(value, '$.duration_ms') AS ms,
+         json_extract(value, '$.body') AS body
+       FROM json_each(?1)) AS a
+     WHERE EXISTS (SELECT 1 FROM deliveries WHERE delivery_id = a.id)`,
+    JSON.stringify(attempts),
+  );
 }
 
 /** A pending delivery as the sender reads it here. */
@@ -166,24 +158,34 @@ export function recordDeliveries(
 ): void {
   storage.transactionSync(() => {
     insertAttempts(storage.sql, attempts);
-    for (const c of changes) {
-      storage.sql.exec(
-        `UPDATE deliveries
-         SET status = ?3, attempts = ?4, next_attempt_at = ?5,
-           last_attempt_at = COALESCE(?6, last_attempt_at),
-           last_status = CASE WHEN ?6 IS NULL THEN last_status ELSE ?7 END,
-           last_error = CASE WHEN ?6 IS NULL THEN last_error ELSE ?8 END
-         WHERE delivery_id = CAST(?1 AS INTEGER) AND status = 'pending' AND attempts = ?2`,
-        c.delivery_id,
-        c.expected,
-        c.status,
-        c.attempts,
-        c.next_attempt_at,
-        c.attempt?.at ?? null,
-        c.attempt?.status ?? null,
-        c.attempt?.error ?? null,
-      );
-    }
+    if (changes.length === 0) return;
+    // One statement for every change of the pass.
+    storage.sql.exec(
+      `UPDATE deliveries
+       SET status = c.to_status, attempts = c.to_attempts, next_attempt_at = c.next_at,
+         last_attempt_at = COALESCE(c.at, last_attempt_at),
+         last_status = CASE WHEN c.at IS NULL THEN last_status ELSE c.reply END,
+         last_error = CASE WHEN c.at IS NULL THEN last_error ELSE c.why END
+       FROM (
+         SELECT CAST(json_extract(value, '$[0]') AS INTEGER) AS id, json_extract(value, '$[1]') AS expected,
+           json_extract(value, '$[2]') AS to_status, json_extract(value, '$[3]') AS to_attempts,
+           json_extract(value, '$[4]') AS next_at, json_extract(value, '$[5]') AS at,
+           json_extract(value, '$[6]') AS reply, json_extract(value, '$[7]') AS why
+         FROM json_each(?1)) AS c
+       WHERE deliveries.delivery_id = c.id AND deliveries.status = 'pending' AND deliveries.attempts = c.expected`,
+      JSON.stringify(
+        changes.map((c) => [
+          c.delivery_id,
+          c.expected,
+          c.status,
+          c.attempts,
+          c.next_attempt_at,
+          c.attempt?.at ?? null,
+          c.attempt?.status ?? null,
+          c.attempt?.error ?? null,
+        ]),
+      ),
+    );
   });
 }
 

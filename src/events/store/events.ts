@@ -1,6 +1,9 @@
-// Publishing in the application object's database: events stored with their deliveries' ids, index
-// and outbox rows, all in the caller's transaction; and where a delivery is. Delivery ids are int64,
-// as decimal text.
+// Publishing in the application object's database: events kept by their source keys for the
+// deduplication window (store/dedupe.ts), their deliveries' ids (store/delivery-ids.ts) and the
+// outbox rows, all in the caller's transaction. Delivery ids are int64, as decimal text.
+
+import { EVENT_KEY, publishedEvent, rememberEvent } from './dedupe';
+import { carriedId, endpointNumber, nextDeliveryId, type Sequence } from './delivery-ids';
 
 /** A delivery still to hand over: its id and its webhook. */
 export type Target = [deliveryId: string, webhookId: string];
@@ -34,6 +37,12 @@ export interface EventToStore {
   messageId?: string;
 }
 
+/** What giving ids needs: the events' sequence, and the start of the deduplication window (ISO 8601). */
+export interface IdState {
+  sequence: Sequence;
+  dedupeSince: string;
+}
+
 /** What storing an event did: its id (an earlier one's when published before), and the deliveries made now. */
 export interface StoredEvent {
   eventId: string;
@@ -41,54 +50,54 @@ export interface StoredEvent {
   deliveryIds: string[];
 }
 
-// Delivery ids: milliseconds since 2020 times 2^12, plus 12 random bits, and always above the last
-// one this application was given, so they are unique in the application, sort by creation, lie far
-// above the ids D1 gave deliveries before they moved here (which keep theirs), and stay below 2^53
-// until 2089: a client that reads JSON numbers as doubles still gets them exactly.
-const EPOCH_MS = 1_577_836_800_000n;
-const RANDOM_BITS = 12n;
-
-/** The next delivery id after `last` (decimal text; null: none yet), at `now`. */
-export function nextDeliveryId(last: string | null, now: number): string {
-  const random = BigInt(crypto.getRandomValues(new Uint32Array(1))[0] as number) & ((1n << RANDOM_BITS) - 1n);
-  const fresh = ((BigInt(now) - EPOCH_MS) << RANDOM_BITS) | random;
-  const after = last === null ? 0n : BigInt(last) + 1n;
-  return (fresh > after ? fresh : after).toString();
-}
-
 /**
  * Stores events with one delivery per target webhook each (`targets[i]`: the webhook ids of
- * `events[i]`), the deliveries in the outbox too. An event whose id or source key the application
- * has already is not stored again and makes no delivery: its first id is returned. Call it in a
- * transaction: all or nothing.
+ * `events[i]`), the deliveries in the outbox too. An event whose source key the application
+ * published within the deduplication window is not stored again and makes no delivery: that
+ * event's id is returned. Call it in a transaction: all or nothing.
  */
-export function insertEvents(sql: SqlStorage, events: EventToStore[], targets: string[][]): StoredEvent[] {
-  const [last] = sql.exec<{ last: string }>(`SELECT last FROM ids WHERE name = 'delivery'`).toArray();
-  let lastId = last?.last ?? null;
-  const stored = events.map((event, i): StoredEvent => {
-    const [found] = sql
-      .exec<{ event_id: string }>(
-        'SELECT event_id FROM events WHERE event_id = ?1 OR source_key = ?2 LIMIT 1',
-        event.eventId,
-        event.sourceKey,
-      )
-      .toArray();
-    if (found !== undefined) return { eventId: found.event_id, deliveryIds: [] };
+export function insertEvents(
+  sql: SqlStorage,
+  events: EventToStore[],
+  targets: string[][],
+  ids: IdState,
+): StoredEvent[] {
+  const numbers = new Map<string, number | null>();
+  const numberOf = (webhookId: string) => {
+    let n = numbers.get(webhookId);
+    if (n === undefined) {
+      n = endpointNumber(sql, webhookId);
+      numbers.set(webhookId, n);
+    }
+    return n;
+  };
+  let last: string | null | undefined;
+  /** An id of the kind given before, with its index row (see store/delivery-ids.ts). */
+  const indexedId = (webhookId: string, createdAt: string) => {
+    if (last === undefined) {
+      last = sql.exec<{ last: string }>(`SELECT last FROM ids WHERE name = 'delivery'`).toArray()[0]?.last ?? null;
+    }
+    last = nextDeliveryId(last, Date.now());
     sql.exec(
-      'INSERT INTO events (event_id, source_key, created_at) VALUES (?1, ?2, ?3)',
-      event.eventId,
-      event.sourceKey,
-      event.createdAt,
+      'INSERT INTO deliveries (delivery_id, webhook_id, created_at) VALUES (CAST(?1 AS INTEGER), ?2, ?3)',
+      last,
+      webhookId,
+      createdAt,
     );
-    const handover: Target[] = (targets[i] ?? []).map((webhookId) => {
-      lastId = nextDeliveryId(lastId, Date.now());
-      sql.exec(
-        'INSERT INTO deliveries (delivery_id, webhook_id, created_at) VALUES (CAST(?1 AS INTEGER), ?2, ?3)',
-        lastId,
-        webhookId,
-        event.createdAt,
-      );
-      return [lastId, webhookId];
+    return last;
+  };
+  const stored = events.map((event, i): StoredEvent => {
+    // Without a source key, the event's own id: the same event handed over again is not stored twice.
+    const key = event.sourceKey ?? `${EVENT_KEY}${event.eventId}`;
+    const found = publishedEvent(sql, key, event.eventId, ids.dedupeSince);
+    if (found !== null) return { eventId: found, deliveryIds: [] };
+    rememberEvent(sql, key, event.eventId, event.createdAt);
+    const hooks = targets[i] ?? [];
+    const sequence = hooks.length > 0 ? ids.sequence.take(sql) : null;
+    const handover: Target[] = hooks.map((webhookId) => {
+      const n = sequence === null ? null : numberOf(webhookId);
+      const id = sequence !== null && n !== null ? carriedId(sequence, n) : indexedId(webhookId, event.createdAt);
+      return [id, webhookId];
     });
     if (handover.length > 0) {
       const body: Omit<NewDelivery, 'delivery_id'> = {
@@ -108,22 +117,11 @@ export function insertEvents(sql: SqlStorage, events: EventToStore[], targets: s
     }
     return { eventId: event.eventId, deliveryIds: handover.map(([id]) => id) };
   });
-  if (lastId !== null) {
+  if (typeof last === 'string') {
     sql.exec(
       `INSERT INTO ids (name, last) VALUES ('delivery', ?1) ON CONFLICT (name) DO UPDATE SET last = excluded.last`,
-      lastId,
+      last,
     );
   }
   return stored;
-}
-
-/** Which webhook's endpoint holds the delivery, or null when the application has none such. */
-export function webhookOf(sql: SqlStorage, deliveryId: string): string | null {
-  const [row] = sql
-    .exec<{ webhook_id: string }>(
-      'SELECT webhook_id FROM deliveries WHERE delivery_id = CAST(?1 AS INTEGER)',
-      deliveryId,
-    )
-    .toArray();
-  return row?.webhook_id ?? null;
 }

@@ -1,5 +1,6 @@
-// The application object's own SQLite database: every event it published (its source key makes
-// publishing idempotent), the index of its deliveries (which endpoint holds each), the outbox of
+// The application object's own SQLite database: the events it published within the deduplication
+// window, by source key (publishing is idempotent per key), its endpoints' numbers (which delivery
+// ids carry, so a delivery is found by its id), the outbox of
 // deliveries not yet handed to their endpoints' objects (one row per event: its body once, and the
 // deliveries still to hand over), the last delivery id given, and the webhooks' value sets (what
 // content filters look up). The bodies live with the
@@ -54,9 +55,28 @@ CREATE TABLE webhook_values (
 CREATE TABLE value_counts (webhook_id TEXT PRIMARY KEY, count INTEGER NOT NULL) WITHOUT ROWID;
 `;
 
+/**
+ * Step 4: events kept by their source key for the deduplication window only (store/dedupe.ts),
+ * and a number for each endpoint, which the delivery ids made from now on carry
+ * (store/delivery-ids.ts): the endpoints noted before are numbered in the order of their ids. The
+ * events and deliveries tables get no new rows; theirs stay until the retention removes them.
+ */
+const V4 = `
+CREATE TABLE dedupe (
+  source_key TEXT PRIMARY KEY,
+  event_id   TEXT NOT NULL,
+  created_at TEXT NOT NULL
+) WITHOUT ROWID;
+CREATE INDEX dedupe_by_age ON dedupe (created_at);
+ALTER TABLE endpoints ADD COLUMN n INTEGER;
+UPDATE endpoints SET n = (SELECT COUNT(*) FROM endpoints AS e WHERE e.webhook_id <= endpoints.webhook_id);
+CREATE UNIQUE INDEX endpoints_by_number ON endpoints (n);
+`;
+
 /** The application object's schema steps: step n takes version n - 1 to n. */
 export const APPLICATION_SCHEMA: readonly SchemaStep[] = [
   (sql) => sql.exec(V1),
   (sql) => sql.exec(V2),
   (sql) => sql.exec(V3),
+  (sql) => sql.exec(V4),
 ];
