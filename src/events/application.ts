@@ -13,6 +13,7 @@ import { log } from '../core/log';
 import { lastStart, newSchedule, type SendSchedule, takeSlots } from '../core/send-rate';
 import { startWithSchema } from '../platform/object-schema';
 import { type Filters, filterTargets, matchesHere } from './filtering';
+import { emitOperational, type OperationalEvent } from './operational';
 import { holdsDeliveries, rememberEndpoints } from './store/endpoints';
 import { type EventToStore, insertEvents, type NewDelivery, type StoredEvent, webhookOf } from './store/events';
 import { handedOver, outbox, outboxEmpty } from './store/outbox';
@@ -98,6 +99,14 @@ export class Application extends DurableObject<CloudflareBindings> {
     }
     if (holdsDeliveries(this.ctx.storage.sql, webhookId))
       await this.env.ENDPOINTS.getByName(webhookId).webhookChanged();
+  }
+
+  /**
+   * Operational events about this application's webhooks, told by an operation (PUT disabling one,
+   * a secret rotated) after its reply: made and published here, in this object.
+   */
+  async operational(events: OperationalEvent[]): Promise<void> {
+    await emitOperational(this.env, events, (_env, stored, targets, filters) => this.publish(stored, targets, filters));
   }
 
   /**

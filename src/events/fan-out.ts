@@ -29,7 +29,7 @@ function targetsOf(events: EventToStore[], subscribers: Subscriber[]): string[][
 }
 
 /** The filters of the subscribers that have one, by webhook id. */
-function filtersOf(subscribers: Subscriber[]): Filters {
+export function filtersOf(subscribers: Subscriber[]): Filters {
   const filters: Filters = {};
   for (const s of subscribers) if (s.filter !== null) filters[s.webhook_id] = s.filter;
   return filters;

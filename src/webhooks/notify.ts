@@ -5,6 +5,7 @@
 // object is not made just to be told (a fresh object costs more than the operation itself). A
 // deletion also deletes the webhook's value set there, in the same call.
 import type { Context } from 'hono';
+import type { OperationalType } from '../core/event-types';
 import { log } from '../core/log';
 import type { AppEnv } from '../http/app-env';
 import { requestId } from '../http/envelope';
@@ -31,4 +32,32 @@ export async function tellEndpoint(c: Context<AppEnv>, webhookId: string, delete
       err,
     );
   }
+}
+
+/**
+ * An operational event about webhook `webhookId` (disabled by the application, its secret rotated),
+ * handed to the application's object, which makes and delivers it, after the reply: the operation
+ * neither waits for it nor fails with it (a log line says when it could not be handed over).
+ * `fields` makes the event's data besides `webhook_id` (reading what it needs then).
+ */
+export function tellOperational(
+  c: Context<AppEnv>,
+  webhookId: string,
+  type: OperationalType,
+  fields: () => Promise<Record<string, unknown>>,
+): void {
+  const appId = c.get('appId');
+  const told = (async () => {
+    const data = await fields();
+    await c.env.APPLICATIONS.getByName(appId).operational([
+      { appId, webhookId, type, data: { webhook_id: webhookId, ...data } },
+    ]);
+  })().catch((err) =>
+    log(
+      'warn',
+      { request_id: requestId(c), msg: 'could not hand over an operational event', type, webhook_id: webhookId },
+      err,
+    ),
+  );
+  c.executionCtx.waitUntil(told);
 }

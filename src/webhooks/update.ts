@@ -4,8 +4,10 @@ import { jsonObject, readJsonBody } from '../http/body';
 import { badInput, notFound, success } from '../http/envelope';
 import { idField } from '../http/params';
 import { withD1 } from '../http/storage';
+import { retryD1 } from '../platform/d1';
 import { actorOf } from './actor';
-import { tellEndpoint } from './notify';
+import { tellEndpoint, tellOperational } from './notify';
+import { getWebhook } from './store/reads';
 import { setWebhookEnabled, webhookExists } from './store/state';
 
 /** PUT's input. `isEnabled` undefined: the body did not say, nothing is to change. */
@@ -38,6 +40,14 @@ export async function updateWebhook(c: Context<AppEnv>): Promise<Response> {
   if (outcome === 'missing') throw notFound();
   // Disabled now: a pass under way starts no new attempt (enabling needs no word: the next pass
   // sends; a webhook disabled already was told when it was disabled).
-  if (isEnabled === false && outcome === 'changed') await tellEndpoint(c, webhookId);
+  if (isEnabled === false && outcome === 'changed') {
+    await tellEndpoint(c, webhookId);
+    // endpoint.disabled, after the reply (its URL read then).
+    const appId = c.get('appId');
+    tellOperational(c, webhookId, 'endpoint.disabled', async () => ({
+      url: (await retryD1(() => getWebhook(c.env.DB, webhookId, appId)))?.url ?? null,
+      reason: 'application',
+    }));
+  }
   return success(c);
 }

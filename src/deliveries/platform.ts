@@ -1,0 +1,85 @@
+// The platform's operational endpoint: one reserved endpoint object (PLATFORM_ENDPOINT) holds every
+// application's operational events for OPERATIONAL_WEBHOOK_URL and sends them as any endpoint's
+// object sends: each signed (Standard Webhooks, with OPERATIONAL_WEBHOOK_SECRET), retried on the
+// retry schedule, every attempt recorded in its own storage. Its settings come from the Worker's
+// settings, not from D1: it has no row in `webhooks`, no rate of its own, no health and no
+// operational events about itself. While its settings are invalid nothing is sent: its deliveries
+// wait, and each pass says which setting is wrong.
+import type { DeliveryConfig } from '../core/delivery-settings';
+import { ConfigError, describeFailure } from '../core/errors';
+import { log } from '../core/log';
+import { operationalEndpoint } from '../core/operational-settings';
+import { attempt } from './attempt';
+import { afterAttempt, WAIT_SECONDS, waiting } from './schedule';
+import { signature, signingKey } from './signing';
+import { type AttemptRecord, dueDeliveries, nextDue, recordDeliveries } from './store/sending';
+
+/** Due deliveries one pass takes (sent one after another: the platform's one receiver). */
+const PASS_DELIVERIES = 20;
+const encoder = new TextEncoder();
+const iso = (ms: number) => new Date(ms).toISOString();
+
+/** One pass of the platform's endpoint. Returns when it should send again (ms; null: nothing pending). */
+export async function sendPlatformDue(
+  storage: DurableObjectStorage,
+  env: CloudflareBindings,
+  config: DeliveryConfig,
+  fetcher: typeof fetch,
+): Promise<number | null> {
+  const now = Date.now();
+  const due = dueDeliveries(storage.sql, iso(now), PASS_DELIVERIES);
+  if (due.length === 0) return nextDue(storage.sql);
+  let target: { url: string; secret: string } | null;
+  try {
+    target = operationalEndpoint(env);
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err;
+    target = null;
+    log('error', { msg: `${describeFailure(err)}; operational deliveries wait` });
+  }
+  if (target === null) {
+    // Unset since (or invalid): they wait, unsent, until it is set right.
+    recordDeliveries(
+      storage,
+      [],
+      due.map((d) => waiting(d, now, WAIT_SECONDS)),
+    );
+    return nextDue(storage.sql);
+  }
+  const key = await signingKey(target.secret);
+  const attempts: AttemptRecord[] = [];
+  const changes = [];
+  for (const row of due) {
+    const at = Date.now();
+    const body = encoder.encode(row.payload);
+    const timestamp = Math.floor(at / 1000);
+    const headers = {
+      'webhook-id': row.message_id,
+      'webhook-timestamp': String(timestamp),
+      'webhook-signature': await signature([key], row.message_id, timestamp, body),
+    };
+    const result = await attempt({ url: target.url, body, headers, timeoutMs: config.timeoutSeconds * 1000 }, fetcher);
+    const change = afterAttempt(row, result, at, config);
+    changes.push(change);
+    attempts.push({
+      delivery_id: row.delivery_id,
+      attempt: change.attempts,
+      attempted_at: iso(at),
+      status: result.status,
+      error: result.error,
+      duration_ms: result.durationMs,
+      body: result.body,
+    });
+    log('info', {
+      msg: 'operational delivery attempt',
+      delivery_id: row.delivery_id,
+      message_id: row.message_id,
+      attempt: change.attempts,
+      status: result.status,
+      error: result.error,
+      outcome: change.status,
+    });
+  }
+  recordDeliveries(storage, attempts, changes);
+  return nextDue(storage.sql);
+}
