@@ -72,7 +72,6 @@ export function alertsAfter(
       // This threshold and those below it fired now: 90 % at once is not also told as 50 %.
       for (const t of THRESHOLDS) if (t <= threshold) fired[String(t)] = { at: now, success: false };
       failing = true;
-      recovered = false;
     }
   }
   return { state: { window, fired, failing }, failing: counts, recovered };
