@@ -9,11 +9,14 @@ import type { OperationalType } from '../core/event-types';
 import { log } from '../core/log';
 import { operationalWanted, PLATFORM_ENDPOINT } from '../core/operational-settings';
 import { retryD1 } from '../platform/d1';
-import { readSubscribers } from '../webhooks/store/subscribers';
+import { readSubscribersAbout } from '../webhooks/store/subscribers';
 import { eventToStore } from './event';
 import { filtersOf, publishAtApplications } from './fan-out';
 
-/** One operational event: its application, the webhook it is about, its type and data. */
+/**
+ * One operational event: its application, the webhook it is about, its type and data (a `url` of
+ * null is the webhook's URL, read with the webhooks that hear of it).
+ */
 export interface OperationalEvent {
   appId: string;
   webhookId: string;
@@ -50,8 +53,10 @@ export const dataJson = (data: Record<string, unknown>) =>
   JSON.stringify(data).replace(/"(webhook_id|delivery_id)":"(\d+)"/g, '"$1":$2');
 
 async function emitOne(env: CloudflareBindings, event: OperationalEvent, publish: Publisher): Promise<void> {
-  const { appId, webhookId, type, data } = event;
-  const subscribers = (await retryD1(() => readSubscribers(env.DB, [appId]))).filter(
+  const { appId, webhookId, type } = event;
+  const about = await retryD1(() => readSubscribersAbout(env.DB, appId, webhookId));
+  const data = event.data.url === null ? { ...event.data, url: about.url } : event.data;
+  const subscribers = about.subscribers.filter(
     (s) =>
       s.webhook_id !== webhookId && s.event_types !== null && (JSON.parse(s.event_types) as string[]).includes(type),
   );

@@ -37,27 +37,25 @@ export async function tellEndpoint(c: Context<AppEnv>, webhookId: string, delete
 /**
  * An operational event about webhook `webhookId` (disabled by the application, its secret rotated),
  * handed to the application's object, which makes and delivers it, after the reply: the operation
- * neither waits for it nor fails with it (a log line says when it could not be handed over).
- * `fields` makes the event's data besides `webhook_id` (reading what it needs then).
+ * neither waits for it nor fails with it, and makes no D1 round trip for it (a log line says when it
+ * could not be handed over). `data` is the event's data besides `webhook_id` (`url: null`: the
+ * object reads it).
  */
 export function tellOperational(
   c: Context<AppEnv>,
   webhookId: string,
   type: OperationalType,
-  fields: () => Promise<Record<string, unknown>>,
+  data: Record<string, unknown>,
 ): void {
   const appId = c.get('appId');
-  const told = (async () => {
-    const data = await fields();
-    await c.env.APPLICATIONS.getByName(appId).operational([
-      { appId, webhookId, type, data: { webhook_id: webhookId, ...data } },
-    ]);
-  })().catch((err) =>
-    log(
-      'warn',
-      { request_id: requestId(c), msg: 'could not hand over an operational event', type, webhook_id: webhookId },
-      err,
-    ),
-  );
+  const told = c.env.APPLICATIONS.getByName(appId)
+    .operational([{ appId, webhookId, type, data: { webhook_id: webhookId, ...data } }])
+    .catch((err) =>
+      log(
+        'warn',
+        { request_id: requestId(c), msg: 'could not hand over an operational event', type, webhook_id: webhookId },
+        err,
+      ),
+    );
   c.executionCtx.waitUntil(told);
 }

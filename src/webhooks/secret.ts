@@ -42,6 +42,6 @@ export async function rotateWebhookSecret(c: Context<AppEnv>): Promise<Response>
   // Every attempt that starts after this reply signs with the new secret (and the previous one).
   await tellEndpoint(c, webhookId);
   // secret.rotated: when the previous secret stops signing.
-  tellOperational(c, webhookId, 'secret.rotated', async () => ({ expires_at: expiresAt }));
+  tellOperational(c, webhookId, 'secret.rotated', { expires_at: expiresAt });
   return success(c, { value: secretJson(secret) });
 }

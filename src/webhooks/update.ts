@@ -4,10 +4,8 @@ import { jsonObject, readJsonBody } from '../http/body';
 import { badInput, notFound, success } from '../http/envelope';
 import { idField } from '../http/params';
 import { withD1 } from '../http/storage';
-import { retryD1 } from '../platform/d1';
 import { actorOf } from './actor';
 import { tellEndpoint, tellOperational } from './notify';
-import { getWebhook } from './store/reads';
 import { setWebhookEnabled, webhookExists } from './store/state';
 
 /** PUT's input. `isEnabled` undefined: the body did not say, nothing is to change. */
@@ -42,12 +40,8 @@ export async function updateWebhook(c: Context<AppEnv>): Promise<Response> {
   // sends; a webhook disabled already was told when it was disabled).
   if (isEnabled === false && outcome === 'changed') {
     await tellEndpoint(c, webhookId);
-    // endpoint.disabled, after the reply (its URL read then).
-    const appId = c.get('appId');
-    tellOperational(c, webhookId, 'endpoint.disabled', async () => ({
-      url: (await retryD1(() => getWebhook(c.env.DB, webhookId, appId)))?.url ?? null,
-      reason: 'application',
-    }));
+    // endpoint.disabled, made after the reply (its URL read there).
+    tellOperational(c, webhookId, 'endpoint.disabled', { url: null, reason: 'application' });
   }
   return success(c);
 }
