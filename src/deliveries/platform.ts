@@ -10,12 +10,20 @@ import { ConfigError, describeFailure } from '../core/errors';
 import { log } from '../core/log';
 import { operationalEndpoint } from '../core/operational-settings';
 import { attempt } from './attempt';
+import { MAX_CONCURRENT_ATTEMPTS } from './dispatch';
 import { afterAttempt, WAIT_SECONDS, waiting } from './schedule';
 import { signature, signingKey } from './signing';
-import { type AttemptRecord, dueDeliveries, nextDue, recordDeliveries } from './store/sending';
+import {
+  type AttemptRecord,
+  type DeliveryChange,
+  type DueDelivery,
+  dueDeliveries,
+  nextDue,
+  recordDeliveries,
+} from './store/sending';
 
-/** Due deliveries one pass takes (sent one after another: the platform's one receiver). */
-const PASS_DELIVERIES = 20;
+/** Due deliveries one pass takes. */
+const PASS_DELIVERIES = 50;
 const encoder = new TextEncoder();
 const iso = (ms: number) => new Date(ms).toISOString();
 
@@ -46,40 +54,59 @@ export async function sendPlatformDue(
     );
     return nextDue(storage.sql);
   }
-  const key = await signingKey(target.secret);
+  const { url, secret } = target;
+  const key = await signingKey(secret);
   const attempts: AttemptRecord[] = [];
-  const changes = [];
-  for (const row of due) {
-    const at = Date.now();
-    const body = encoder.encode(row.payload);
-    const timestamp = Math.floor(at / 1000);
-    const headers = {
-      'webhook-id': row.message_id,
-      'webhook-timestamp': String(timestamp),
-      'webhook-signature': await signature([key], row.message_id, timestamp, body),
-    };
-    const result = await attempt({ url: target.url, body, headers, timeoutMs: config.timeoutSeconds * 1000 }, fetcher);
-    const change = afterAttempt(row, result, at, config);
-    changes.push(change);
-    attempts.push({
-      delivery_id: row.delivery_id,
-      attempt: change.attempts,
-      attempted_at: iso(at),
-      status: result.status,
-      error: result.error,
-      duration_ms: result.durationMs,
-      body: result.body,
-    });
-    log('info', {
-      msg: 'operational delivery attempt',
-      delivery_id: row.delivery_id,
-      message_id: row.message_id,
-      attempt: change.attempts,
-      status: result.status,
-      error: result.error,
-      outcome: change.status,
-    });
+  const changes: DeliveryChange[] = [];
+  // Six at once (the connections an invocation has), each recorded as it would be anywhere.
+  for (let at = 0; at < due.length; at += MAX_CONCURRENT_ATTEMPTS) {
+    const sent = await Promise.all(
+      due.slice(at, at + MAX_CONCURRENT_ATTEMPTS).map((row) => sendOne(row, url, key, config, fetcher)),
+    );
+    for (const { attempt, change } of sent) {
+      attempts.push(attempt);
+      changes.push(change);
+    }
   }
   recordDeliveries(storage, attempts, changes);
   return nextDue(storage.sql);
+}
+
+/** One signed attempt of a delivery to the platform's endpoint, as its record and its new state. */
+async function sendOne(
+  row: DueDelivery,
+  url: string,
+  key: CryptoKey,
+  config: DeliveryConfig,
+  fetcher: typeof fetch,
+): Promise<{ attempt: AttemptRecord; change: DeliveryChange }> {
+  const at = Date.now();
+  const body = encoder.encode(row.payload);
+  const timestamp = Math.floor(at / 1000);
+  const headers = {
+    'webhook-id': row.message_id,
+    'webhook-timestamp': String(timestamp),
+    'webhook-signature': await signature([key], row.message_id, timestamp, body),
+  };
+  const result = await attempt({ url, body, headers, timeoutMs: config.timeoutSeconds * 1000 }, fetcher);
+  const change = afterAttempt(row, result, at, config);
+  log('info', {
+    msg: 'operational delivery attempt',
+    delivery_id: row.delivery_id,
+    message_id: row.message_id,
+    attempt: change.attempts,
+    status: result.status,
+    error: result.error,
+    outcome: change.status,
+  });
+  const record: AttemptRecord = {
+    delivery_id: row.delivery_id,
+    attempt: change.attempts,
+    attempted_at: iso(at),
+    status: result.status,
+    error: result.error,
+    duration_ms: result.durationMs,
+    body: result.body,
+  };
+  return { attempt: record, change };
 }
