@@ -11,6 +11,7 @@ import { OPERATIONAL_TYPES } from '../src/core/event-types';
 import { PLATFORM_ENDPOINT } from '../src/core/operational-settings';
 import { alertsAfter } from '../src/deliveries/alerts';
 import { applicationOf, deliverDue, endpointOf, endpointSql, makeDue } from './helpers/objects';
+import { consume, EVENTS_QUEUE } from './helpers/queues';
 import { type Received, receiver } from './helpers/receiver';
 import { expectEventFail, expectSuccess, expectValue } from './helpers/replies';
 import { eventRequest, fetchAndWait, ORIGIN, postJson, publishEvent, registerWebhook } from './helpers/requests';
@@ -414,6 +415,19 @@ describe("the platform's operational endpoint", () => {
     const after = await endpointSql(PLATFORM_ENDPOINT, `SELECT COUNT(*) AS n FROM deliveries WHERE status = 'pending'`);
     expect(Number(after[0]!.n)).toBe(Number(before[0]!.n) + 1);
     expect(error.mock.calls.some((c) => String(c[0]).includes('OPERATIONAL_WEBHOOK_SECRET'))).toBe(true);
+    // Fixed: the waiting delivery goes, with app_id, signed with the secret now set.
+    await useSettings(endpointOf(PLATFORM_ENDPOINT), PLATFORM);
+    await endpointSql(
+      PLATFORM_ENDPOINT,
+      `UPDATE deliveries SET next_attempt_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now') WHERE status = 'pending'`,
+    );
+    await deliverDue(PLATFORM_ENDPOINT);
+    const sent = got('ops.platform.example.com').map(
+      (req) => new StandardWebhook(PLATFORM_SECRET).verify(req.body, req.headers) as { data: Record<string, unknown> },
+    );
+    expect(sent.map((e) => e.data).filter((d) => d.app_id === app)).toEqual([
+      { webhook_id: Number(target.id), url: `https://${target.host}/hook`, reason: 'application', app_id: app },
+    ]);
     await useSettings(endpointOf(PLATFORM_ENDPOINT), {});
   });
 });
@@ -442,6 +456,17 @@ describe('publishers cannot publish the operational types', () => {
       `events[1]: type ${type} is reserved for the service's operational events`,
     );
     await expectEventFail(batch, 400);
+    // From the events queue: dropped with a log line naming the reason, never retried.
+    const warn = vi.spyOn(console, 'warn').mockImplementation(() => {});
+    const { result, ids } = await consume(EVENTS_QUEUE, [{ app_id: app, type, data: {} }]);
+    expect(result.retryMessages).toEqual([]);
+    expect(result.explicitAcks).toEqual(ids);
+    expect(warn.mock.calls.map((c) => JSON.parse(String(c[0])))).toContainEqual(
+      expect.objectContaining({
+        msg: 'dropped a malformed event message',
+        reason: `type ${type} is reserved for the service's operational events`,
+      }),
+    );
     expect(await typesAt(hook.id)).toEqual([]);
   });
 });
