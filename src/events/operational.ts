@@ -10,7 +10,7 @@ import { log } from '../core/log';
 import { operationalWanted, PLATFORM_ENDPOINT } from '../core/operational-settings';
 import { retryD1 } from '../platform/d1';
 import { readSubscribersAbout } from '../webhooks/store/subscribers';
-import { eventToStore } from './event';
+import { eventPayload, eventToStore } from './event';
 import { filtersOf, publishAtApplications } from './fan-out';
 
 /**
@@ -65,15 +65,13 @@ async function emitOne(env: CloudflareBindings, event: OperationalEvent, publish
   await publish(env, [stored], [targets], filtersOf(subscribers));
   log('info', { msg: 'operational event made', type, webhook_id: webhookId, event_id: stored.eventId });
   if (!operationalWanted(env)) return;
-  // The platform's copy: the same event id, `app_id` added to its data.
-  const platformData = dataJson({ ...data, app_id: appId });
-  const copy = eventToStore({ appId, type, data: platformData }, null);
+  // The platform's copy: the same event id and timestamp, `app_id` added to its data.
   await env.ENDPOINTS.getByName(PLATFORM_ENDPOINT).handOverOperational({
     event_id: stored.eventId,
     message_id: stored.eventId,
     app_id: appId,
     type,
-    payload: copy.payload,
-    created_at: copy.createdAt,
+    payload: eventPayload(type, stored.createdAt, dataJson({ ...data, app_id: appId })),
+    created_at: stored.createdAt,
   });
 }
