@@ -117,6 +117,26 @@ describe('endpoint.disabled', () => {
     expect(await typesAt(other.id)).toEqual([]);
   });
 
+  it('failing for AUTO_DISABLE_AFTER_HOURS: "failing"', async () => {
+    const app = freshApp();
+    const got = receivers((host) => new Response(null, { status: host.startsWith('dead.') ? 503 : 200 }));
+    const dead = await hookAt(app, 'dead', ['NEW_NFT']);
+    const listener = await hookAt(app, 'listener', ['endpoint.disabled']);
+    // Its first failure since its last success was 121 hours ago (the default is 120).
+    await env.DB.prepare('UPDATE webhooks SET failing_since = ?2 WHERE webhook_id = ?1')
+      .bind(dead.id, new Date(Date.now() - 121 * 3_600_000).toISOString())
+      .run();
+    await publishEvent(app);
+    await deliverDue(dead.id);
+    expect(
+      (await env.DB.prepare('SELECT is_enabled FROM webhooks WHERE webhook_id = ?1').bind(dead.id).first())!.is_enabled,
+    ).toBe(0);
+    await deliverDue(listener.id);
+    expect(verified(got(listener.host), listener.secret).map((e) => e.body.data)).toEqual([
+      { webhook_id: Number(dead.id), url: `https://${dead.host}/hook`, reason: 'failing' },
+    ]);
+  });
+
   it('a PUT is_enabled=false: "application", after an unchanged reply; PUT of the same state again makes none', async () => {
     const app = freshApp();
     const got = receivers();
