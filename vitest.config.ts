@@ -51,6 +51,8 @@ const workers = {
           ENDPOINT_RATE_LIMIT: '',
           WEBHOOK_URL_ALLOWED_ORIGINS: '',
           PORTAL_FRAME_ANCESTORS: '',
+          OPERATIONAL_WEBHOOK_URL: '',
+          OPERATIONAL_WEBHOOK_SECRET: '',
           TEST_MIGRATIONS: migrations,
           TEST_POST_DEPLOY: postDeploy,
           TEST_SCHEMA: schema,

@@ -6,7 +6,8 @@
 //   options: --port <n>, --secret <whsec_...> (also a secret, but npm prints its command line,
 //            secret included: prefer the environment), --status <code> (answer this status
 //            instead of 204, to watch retries: 500, 410, ...), --delay <seconds> (answer only
-//            after this long: a slow receiver, to watch attempts time out)
+//            after this long: a slow receiver, to watch attempts time out), --only <path> (apply
+//            --status and --delay only to requests to this path; others get 204 at once)
 //
 // Each request is printed with which of its secrets verified each of its signatures: during a
 // rotation a request carries two, and a receiver holding both secrets shows both verifying.
@@ -16,10 +17,11 @@
 import { createServer } from 'node:http';
 import { Webhook } from 'standardwebhooks';
 
-const USAGE = `Usage: WEBHOOK_SECRET=whsec_... npm run receiver [-- --port 8790] [--status 204] [--delay <seconds>]
-       npm run receiver -- --secret whsec_... [--secret whsec_...] [--port 8790] [--status 204] [--delay <seconds>]
+const USAGE = `Usage: WEBHOOK_SECRET=whsec_... npm run receiver [-- --port 8790] [--status 204] [--delay <seconds>] [--only <path>]
+       npm run receiver -- --secret whsec_... [--secret whsec_...] [--port 8790] [--status 204] [--delay <seconds>] [--only <path>]
 --status: answer this status instead of 204 (500: retries; 410: the webhook disables itself).
 --delay: answer only after this many seconds (longer than DELIVERY_TIMEOUT_SECONDS: the attempt times out).
+--only: answer --status and --delay only at this path (/nft-events/...); other paths get 204 at once.
 WEBHOOK_SECRET may hold several secrets, space-separated (while rotating).
 The secret is the webhook's: in POST's reply (value.secret), or GET /v1.0/app/nft/webhook/secret.`;
 const args = process.argv.slice(2);
@@ -31,6 +33,7 @@ const values = (name) => args.flatMap((a, i) => (a === name ? [args[i + 1]] : []
 const port = Number(values('--port')[0] ?? process.env.PORT ?? 8790);
 const status = Number(values('--status')[0] ?? 204);
 const delay = Number(values('--delay')[0] ?? 0);
+const only = values('--only')[0];
 const fromEnvironment = (process.env.WEBHOOK_SECRET ?? '').split(/\s+/).filter((s) => s !== '');
 const fromArguments = values('--secret');
 const secrets = [...fromEnvironment, ...fromArguments];
@@ -38,7 +41,8 @@ if (
   secrets.length === 0 ||
   secrets.some((s) => !/^whsec_[A-Za-z0-9+/]+=*$/.test(s ?? '')) ||
   !(delay >= 0 && delay <= 600) ||
-  !Number.isInteger(status)
+  !Number.isInteger(status) ||
+  (only !== undefined && !only?.startsWith('/'))
 ) {
   console.error(USAGE);
   process.exit(2);
@@ -95,7 +99,8 @@ const server = createServer((req, res) => {
       `VERIFIED ${req.method} ${req.url} webhook-id=${headers['webhook-id']} signatures: ${by.map((n, i) => `#${i + 1} ${n === null ? 'no secret' : `secret#${n}`}`).join(', ')}${again}`,
     );
     console.log(`  ${body}`);
-    setTimeout(() => res.writeHead(status).end(), delay * 1000);
+    if (only !== undefined && req.url !== only) res.writeHead(204).end();
+    else setTimeout(() => res.writeHead(status).end(), delay * 1000);
   });
 });
 // Started in the background by `npm run receiver ... &`, it stops with the npm that started it
@@ -108,5 +113,6 @@ setInterval(() => {
 
 server.listen(port, '127.0.0.1', () => {
   const after = delay > 0 ? ` after ${delay} s` : '';
-  console.log(`Receiver listening on http://127.0.0.1:${port} (answers ${status}${after}); Ctrl-C to stop.`);
+  const where = only === undefined ? '' : ` at ${only}, 204 elsewhere`;
+  console.log(`Receiver listening on http://127.0.0.1:${port} (answers ${status}${after}${where}); Ctrl-C to stop.`);
 });

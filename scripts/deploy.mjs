@@ -4,7 +4,8 @@
 // From an empty Cloudflare account to a deployed Worker, and safe to run again on every deploy:
 //   1. refuses an environment that sets WEBHOOK_URL_ALLOWED_ORIGINS (local receivers only), production
 //      without JWT_ISSUER and JWT_AUDIENCE (unless --single-issuer-keys), and a malformed
-//      WEBHOOK_SECRET_KEYS passed in the environment;
+//      WEBHOOK_SECRET_KEYS passed in the environment; with OPERATIONAL_WEBHOOK_URL set, refuses a
+//      URL that is not https and a malformed OPERATIONAL_WEBHOOK_SECRET passed in the environment;
 //   2. the environment's D1 database: found by name, or created; its id written into wrangler.toml
 //      when the file still has the placeholder;
 //   3. refuses a database whose old delivery tables still hold rows (the release that moves them
@@ -14,6 +15,7 @@
 //      JWT_SECRET unless a public key or a JWK Set URL is configured), and stops naming the one
 //      missing; reads from D1 which keys sealed the stored signing secrets and refuses a key set
 //      that lacks one of them; puts WEBHOOK_SECRET_KEYS when it was passed in the environment;
+//      with OPERATIONAL_WEBHOOK_URL set, OPERATIONAL_WEBHOOK_SECRET must be set or passed (then put);
 //   6. applies the pending migrations to the remote database;
 //   7. deploys the Worker;
 //   8. applies the pending post-deploy migrations (scripts/post-deploy.mjs);
@@ -100,6 +102,31 @@ if (environment === 'production' && unchecked.length > 0) {
   console.log(
     `Deploying production without ${unchecked.join(' and ')} (${SINGLE_ISSUER}): its verification key is one issuer's, for this service alone.`,
   );
+}
+
+// 1. The platform's operational endpoint (docs/operational-events.md): when its URL is set, an
+// https URL, and its secret, when passed to the deploy, a Standard Webhooks secret.
+const operationalUrl = settings.vars?.OPERATIONAL_WEBHOOK_URL?.trim() || null;
+const operationalSecret = process.env.OPERATIONAL_WEBHOOK_SECRET?.trim() || null;
+if (operationalUrl !== null) {
+  let url = null;
+  try {
+    url = new URL(operationalUrl);
+  } catch {}
+  if (url?.protocol !== 'https:' || url.username !== '' || url.password !== '') {
+    console.error(
+      `Refusing to deploy ${environment}: OPERATIONAL_WEBHOOK_URL ("${operationalUrl}") must be an absolute https URL without credentials.`,
+    );
+    process.exit(1);
+  }
+  const match = /^whsec_([A-Za-z0-9+/]+={0,2})$/.exec(operationalSecret ?? 'whsec_unset');
+  const bytes = match === null ? 0 : Buffer.from(match[1], 'base64').length;
+  if (operationalSecret !== null && (bytes < 24 || bytes > 64)) {
+    console.error(
+      `Refusing to deploy ${environment}: OPERATIONAL_WEBHOOK_SECRET (passed to npm run deploy) must be whsec_ followed by the base64 of 24 to 64 bytes.`,
+    );
+    process.exit(1);
+  }
 }
 
 // 1. WEBHOOK_SECRET_KEYS passed to the deploy: the key ring it puts, checked as the Worker checks it.
@@ -298,6 +325,10 @@ if (
     `JWT_SECRET: ${put('JWT_SECRET')} (or put JWT_PUBLIC_KEY the same way, or set JWT_JWKS_URL in [env.${environment}.vars])`,
   );
 }
+if (operationalUrl !== null && operationalSecret === null && !secrets.has('OPERATIONAL_WEBHOOK_SECRET'))
+  missing.push(
+    `OPERATIONAL_WEBHOOK_SECRET (OPERATIONAL_WEBHOOK_URL is set): ${put('OPERATIONAL_WEBHOOK_SECRET')}, a whsec_ secret (or pass it to npm run deploy)`,
+  );
 if (missing.length > 0) stop(`required secrets of ${settings.name} are not set:\n  ${missing.join('\n  ')}`);
 console.log(`Secrets set: ${[...secrets].sort().join(', ')}.`);
 
@@ -342,6 +373,13 @@ if (keySet === null) {
 if (ring !== null) {
   wrangler(['secret', 'put', 'WEBHOOK_SECRET_KEYS'], { input: process.env.WEBHOOK_SECRET_KEYS.trim() });
   console.log(`Put WEBHOOK_SECRET_KEYS: keys ${ring.join(', ')}; ${ring[0]} seals.`);
+}
+if (operationalUrl !== null) {
+  if (operationalSecret !== null) {
+    wrangler(['secret', 'put', 'OPERATIONAL_WEBHOOK_SECRET'], { input: operationalSecret });
+    console.log('Put OPERATIONAL_WEBHOOK_SECRET.');
+  }
+  console.log(`Operational events of every application go to ${operationalUrl} too.`);
 }
 
 // 6, 7 and 8. The schema, the code (wrangler's output shown once it ends: it names the URL), then

@@ -6,12 +6,16 @@ import { DurableObject } from 'cloudflare:workers';
 import { deliveryConfig } from '../core/delivery-settings';
 import { ConfigError, describeFailure } from '../core/errors';
 import { log } from '../core/log';
+import { PLATFORM_ENDPOINT } from '../core/operational-settings';
 import type { Page } from '../core/pages';
 import { newSchedule } from '../core/send-rate';
+import { nextDeliveryId } from '../events/store/delivery-ids';
 import { startWithSchema } from '../platform/object-schema';
 import { allowedOrigins } from '../webhooks/url';
+import { sendPlatformDue } from './platform';
 import { WAIT_SECONDS } from './schedule';
 import { type Notices, type Ordering, type SendSettings, sendDue } from './send';
+import { lastDeliveryId } from './store/alerts';
 import {
   type AttemptRow,
   type DeliveryPageQuery,
@@ -65,6 +69,19 @@ export class Endpoint extends DurableObject<CloudflareBindings> {
       return insertDeliveries(this.ctx.storage.sql, deliveries);
     });
     if (added > 0) await this.workArrived(Date.now());
+  }
+
+  /**
+   * The platform's operational endpoint (the object named PLATFORM_ENDPOINT only): one more
+   * operational event to send to OPERATIONAL_WEBHOOK_URL, given its id here.
+   */
+  async handOverOperational(delivery: Omit<NewDelivery, 'delivery_id'>): Promise<void> {
+    const sql = this.ctx.storage.sql;
+    this.ctx.storage.transactionSync(() => {
+      rememberWebhook(sql, PLATFORM_ENDPOINT);
+      insertDeliveries(sql, [{ ...delivery, delivery_id: nextDeliveryId(lastDeliveryId(sql), Date.now()) }]);
+    });
+    await this.workArrived(Date.now());
   }
 
   list(query: DeliveryPageQuery): Page<DeliveryRow> {
@@ -158,7 +175,11 @@ export class Endpoint extends DurableObject<CloudflareBindings> {
     try {
       for (let pass = 0; pass < PASSES_PER_ALARM; pass++) {
         this.arrived = false;
-        next = await sendDue(endpoint, this.env, settings, (input, init) => fetch(input, init));
+        const fetcher: typeof fetch = (input, init) => fetch(input, init);
+        next =
+          webhookId === PLATFORM_ENDPOINT
+            ? await sendPlatformDue(this.ctx.storage, this.env, config, fetcher)
+            : await sendDue(endpoint, this.env, settings, fetcher);
         // Work that arrived during the pass may be due now: another pass, no alarm written for it.
         if (!this.arrived && (next === null || next > Date.now())) break;
       }

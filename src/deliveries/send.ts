@@ -12,6 +12,7 @@ import { forgetStale } from '../core/send-rate';
 import { retryD1 } from '../platform/d1';
 import { healthStatements } from '../webhooks/store/health';
 import { type SendingRow, sendingRow } from '../webhooks/store/reads';
+import { type DisabledBy, tellAfterPass } from './alerts';
 import { dispatchAll, prepareSigning } from './dispatch';
 import { type EndpointState, hostSlots, openGate, sendable } from './gate';
 import { type PassRecord, recordOf } from './record';
@@ -99,9 +100,11 @@ export async function sendDue(
   // Record: attempts and states here, the webhook's health in D1.
   const record = recordOf(dispatched, config, Date.now());
   recordDeliveries(storage, record.attempts, record.changes);
-  await recordHealth(env, webhookId, webhook.failing_since, record);
+  const disabledBy = await recordHealth(env, webhookId, webhook.failing_since, record);
   // The service disabled the webhook: the next pass reads it again (and cancels what is left).
   if (record.disable.length > 0) endpoint.notices.changes++;
+  // Operational events: what this pass did to the endpoint, told in its application's stream.
+  await tellAfterPass(storage, env, webhookId, webhook, dispatched, disabledBy);
   return gate.heldUntil() ?? nextDue(storage.sql, ordering.fifo);
 }
 
@@ -113,22 +116,28 @@ function fifoDue(sql: SqlStorage, now: number): DueDelivery[] {
 
 /**
  * Writes the webhook's health to D1 only when it changes as the pass read it: healthy and failing
- * now, failing and healthy now, or due to be disabled (the statements check again).
+ * now, failing and healthy now, or due to be disabled (the statements check again). Returns why
+ * these statements disabled it (null: they did not).
  */
 async function recordHealth(
   env: CloudflareBindings,
   webhookId: string,
   since: string | null,
   record: PassRecord,
-): Promise<void> {
+): Promise<DisabledBy> {
   const health = record.health.filter((h) => h.ok === (since !== null));
   const disable = record.disable.filter((d) => d.gone || (since !== null && since <= d.cutoff));
   record.disable = disable;
-  if (health.length === 0 && disable.length === 0) return;
+  if (health.length === 0 && disable.length === 0) return null;
   try {
-    await retryD1(() => env.DB.batch(healthStatements(env.DB, health, disable)));
+    const results = await retryD1(() => env.DB.batch(healthStatements(env.DB, health, disable)));
+    // The last statement disables (one candidate: this endpoint's webhook).
+    const [candidate] = disable;
+    if (candidate === undefined || (results.at(-1)?.meta.changes ?? 0) === 0) return null;
+    return candidate.gone ? 'gone' : 'failing';
   } catch (err) {
     // The next pass's attempts say it again.
     log('error', { msg: "could not record the webhook's health", webhook_id: webhookId }, err);
+    return null;
   }
 }

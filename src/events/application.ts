@@ -18,6 +18,7 @@ import type { WebhookChange } from '../webhooks/notify';
 import { readSubscribers } from '../webhooks/store/subscribers';
 import { filtersOf, targetsOf } from './audience';
 import { type Filters, filterTargets, matchesHere } from './filtering';
+import { emitOperational, type OperationalEvent } from './operational';
 import { lastChange, noteChange } from './store/changes';
 import { forgetEvents, oldestKept } from './store/dedupe';
 import { Sequence, webhookOf } from './store/delivery-ids';
@@ -169,6 +170,14 @@ export class Application extends DurableObject<CloudflareBindings> {
     }
     if (change.sending && holdsDeliveries(sql, webhookId))
       await this.env.ENDPOINTS.getByName(webhookId).webhookChanged();
+  }
+
+  /**
+   * Operational events about this application's webhooks, told by an operation (PUT disabling one,
+   * a secret rotated) after its reply: made and published here, in this object.
+   */
+  async operational(events: OperationalEvent[]): Promise<void> {
+    await emitOperational(this.env, events, (_env, stored, targets, filters) => this.publish(stored, targets, filters));
   }
 
   /**

@@ -1,5 +1,5 @@
 // The event object (one shape for the Queue and for HTTP): {"app_id", "type", "data", "id"?}.
-import { isEventType } from '../core/event-types';
+import { isEventType, isOperationalType } from '../core/event-types';
 import { isAppId } from '../core/text';
 import { badInput } from '../http/envelope';
 import type { EventToStore } from './store/events';
@@ -34,6 +34,7 @@ export function parseEvent(value: unknown): NewEvent {
     );
   }
   if (!isEventType(type)) throw badInput('type must be 1 to 64 letters, digits, _ or .');
+  if (isOperationalType(type)) throw badInput(`type ${type} is reserved for the service's operational events`);
   if (typeof data !== 'object' || data === null || Array.isArray(data) || isRawJson(data)) {
     throw badInput('data must be a JSON object');
   }

@@ -9,6 +9,7 @@
 // way reads the webhook again before its next attempt starts. A deletion also deletes the
 // webhook's value set there, in the same call.
 import type { Context } from 'hono';
+import type { OperationalType } from '../core/event-types';
 import { log } from '../core/log';
 import type { AppEnv } from '../http/app-env';
 import { requestId } from '../http/envelope';
@@ -44,4 +45,30 @@ export async function tellApplication(c: Context<AppEnv>, webhookId: string, cha
       err,
     );
   }
+}
+
+/**
+ * An operational event about webhook `webhookId` (disabled by the application, its secret rotated),
+ * handed to the application's object, which makes and delivers it, after the reply: the operation
+ * neither waits for it nor fails with it, and makes no D1 round trip for it (a log line says when it
+ * could not be handed over). `data` is the event's data besides `webhook_id` (`url: null`: the
+ * object reads it).
+ */
+export function tellOperational(
+  c: Context<AppEnv>,
+  webhookId: string,
+  type: OperationalType,
+  data: Record<string, unknown>,
+): void {
+  const appId = c.get('appId');
+  const told = c.env.APPLICATIONS.getByName(appId)
+    .operational([{ appId, webhookId, type, data: { webhook_id: webhookId, ...data } }])
+    .catch((err) =>
+      log(
+        'warn',
+        { request_id: requestId(c), msg: 'could not hand over an operational event', type, webhook_id: webhookId },
+        err,
+      ),
+    );
+  c.executionCtx.waitUntil(told);
 }

@@ -5,7 +5,7 @@ import { notFound, success } from '../http/envelope';
 import { idField, idParam, queryOf } from '../http/params';
 import { withD1 } from '../http/storage';
 import { actorOf } from './actor';
-import { tellApplication } from './notify';
+import { tellApplication, tellOperational } from './notify';
 import { secretJson } from './representation';
 import { openSecret, sealedNewSecret, secretKeys } from './secrets';
 import { provideSecrets, rotateSecret } from './store/secrets';
@@ -37,9 +37,11 @@ export async function rotateWebhookSecret(c: Context<AppEnv>): Promise<Response>
   const webhookId = idField(jsonObject((await readJsonBody(c.req.raw)).value).webhook_id);
   c.set('webhookId', webhookId);
   const { secret, sealed } = await sealedNewSecret(c.env);
-  const found = await withD1(c, 'first-primary', (db) => rotateSecret(db, webhookId, sealed, actorOf(c)));
-  if (!found) throw notFound();
+  const expiresAt = await withD1(c, 'first-primary', (db) => rotateSecret(db, webhookId, sealed, actorOf(c)));
+  if (expiresAt === null) throw notFound();
   // Every attempt that starts after this reply signs with the new secret (and the previous one).
   await tellApplication(c, webhookId, { sending: true });
+  // secret.rotated: when the previous secret stops signing.
+  tellOperational(c, webhookId, 'secret.rotated', { expires_at: expiresAt });
   return success(c, { value: secretJson(secret) });
 }

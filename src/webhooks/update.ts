@@ -5,7 +5,7 @@ import { badInput, notFound, success } from '../http/envelope';
 import { idField } from '../http/params';
 import { withD1 } from '../http/storage';
 import { actorOf } from './actor';
-import { tellApplication } from './notify';
+import { tellApplication, tellOperational } from './notify';
 import { type StateChange, setWebhookEnabled, webhookExists } from './store/state';
 
 /** PUT's input. `isEnabled` undefined: the body did not say, nothing is to change. */
@@ -41,5 +41,8 @@ export async function updateWebhook(c: Context<AppEnv>): Promise<Response> {
   // pass under way starts no new attempt (enabling needs no word there: the next pass sends; a
   // webhook in that state already was told when it changed).
   if (outcome === 'changed') await tellApplication(c, webhookId, { auditId, sending: isEnabled === false });
+  // endpoint.disabled, made after the reply (its URL read there).
+  if (isEnabled === false && outcome === 'changed')
+    tellOperational(c, webhookId, 'endpoint.disabled', { url: null, reason: 'application' });
   return success(c);
 }

@@ -453,6 +453,71 @@ describe('npm run deploy and WEBHOOK_URL_ALLOWED_ORIGINS', () => {
   });
 });
 
+describe("npm run deploy and the platform's operational endpoint", () => {
+  /** PRODUCTION with OPERATIONAL_WEBHOOK_URL set to `url` in production's vars. */
+  const withUrl = (url: string) => {
+    const at = PRODUCTION.indexOf('[env.production.vars]');
+    const tail = PRODUCTION.slice(at);
+    expect(tail).toMatch(/^OPERATIONAL_WEBHOOK_URL = ""$/m);
+    return (
+      PRODUCTION.slice(0, at) + tail.replace(/^OPERATIONAL_WEBHOOK_URL = ""$/m, `OPERATIONAL_WEBHOOK_URL = "${url}"`)
+    );
+  };
+  const everything = () => ({
+    databases: [{ uuid: 'aaaaaaaa-0000-0000-0000-000000000001', name: 'nft-webhooks' }],
+    queues: PRODUCTION_QUEUES,
+    secrets: [...SECRETS],
+    postDeploy: POST_DEPLOY,
+  });
+  const secret = `whsec_${Buffer.from('a platform secret of 32 bytes!!!').toString('base64')}`;
+
+  it('refuses a URL that is not https, and a malformed secret passed to it, before any wrangler call', () => {
+    const http = deploy(['--env', 'production'], everything(), withUrl('http://ops.example.com/hooks'));
+    expect(http.status, http.all).toBe(1);
+    expect(http.stderr).toContain(
+      'Refusing to deploy production: OPERATIONAL_WEBHOOK_URL ("http://ops.example.com/hooks") must be an absolute https URL',
+    );
+    expect(http.calls).toEqual([]);
+    const bad = deploy(['--env', 'production'], everything(), withUrl('https://ops.example.com/hooks'), {
+      OPERATIONAL_WEBHOOK_SECRET: 'whsec_c2hvcnQ=',
+    });
+    expect(bad.status, bad.all).toBe(1);
+    expect(bad.stderr).toContain(
+      'OPERATIONAL_WEBHOOK_SECRET (passed to npm run deploy) must be whsec_ followed by the base64 of 24 to 64 bytes',
+    );
+    expect(bad.all).not.toContain('c2hvcnQ=');
+    expect(bad.calls).toEqual([]);
+  });
+
+  it('stops naming OPERATIONAL_WEBHOOK_SECRET when the URL is set and the secret is neither set nor passed: no migration, no deploy', () => {
+    const run = deploy(['--env', 'production'], everything(), withUrl('https://ops.example.com/hooks'));
+    expect(run.status, run.all).toBe(1);
+    expect(run.stderr).toContain(
+      'OPERATIONAL_WEBHOOK_SECRET (OPERATIONAL_WEBHOOK_URL is set): npx wrangler secret put OPERATIONAL_WEBHOOK_SECRET --env production',
+    );
+    expect(run.steps).not.toContain('deploy');
+    expect(run.steps).not.toContain('d1 migrations apply DB --remote');
+  });
+
+  it('puts a passed secret (through stdin) before the deploy; one already set is enough', () => {
+    const run = deploy(['--env', 'production'], everything(), withUrl('https://ops.example.com/hooks'), {
+      OPERATIONAL_WEBHOOK_SECRET: secret,
+    });
+    expect(run.status, run.all).toBe(0);
+    expect(run.account.put).toEqual({ OPERATIONAL_WEBHOOK_SECRET: secret });
+    expect(run.steps.indexOf('secret put OPERATIONAL_WEBHOOK_SECRET')).toBeLessThan(run.steps.indexOf('deploy'));
+    expect(JSON.stringify(run.calls)).not.toContain(secret);
+    expect(run.stdout).toContain('Operational events of every application go to https://ops.example.com/hooks too.');
+    const set = deploy(
+      ['--env', 'production'],
+      { ...everything(), secrets: [...SECRETS, 'OPERATIONAL_WEBHOOK_SECRET'] },
+      withUrl('https://ops.example.com/hooks'),
+    );
+    expect(set.status, set.all).toBe(0);
+    expect(set.steps).not.toContain('secret put OPERATIONAL_WEBHOOK_SECRET');
+  });
+});
+
 describe("npm run deploy: production's issuer and audience", () => {
   it('refuses production without JWT_ISSUER and JWT_AUDIENCE, naming them and the override, before any wrangler call', () => {
     const run = deploy(['--env', 'production'], { databases: [], queues: [], secrets: SECRETS }, original);

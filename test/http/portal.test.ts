@@ -229,6 +229,12 @@ describe('the portal in a browser', () => {
       'MEMBER_NFT_SUB',
       'MEMBER_NFT_MERGE_ADD',
       'webhook.test',
+      // The operational events the service makes, for a webhook to subscribe to.
+      'endpoint.disabled',
+      'endpoint.failing',
+      'endpoint.recovered',
+      'delivery.exhausted',
+      'secret.rotated',
     ]) {
       await group.getByRole('checkbox', { name: type, exact: true }).waitFor({ timeout: 5000 });
     }
@@ -483,6 +489,12 @@ describe('the portal in a browser', () => {
       'MEMBER_NFT_SUB',
       'MEMBER_NFT_MERGE_ADD',
       'webhook.test',
+      // The operational events the service makes, for a webhook to subscribe to.
+      'endpoint.disabled',
+      'endpoint.failing',
+      'endpoint.recovered',
+      'delivery.exhausted',
+      'secret.rotated',
     ]) {
       const section = page.getByRole('region', { name: type, exact: true });
       await section.waitFor({ timeout: 5000 });

@@ -170,7 +170,7 @@ describe('the README walkthrough', () => {
 
   it('runs the blocks of "### Deliveries" pasted whole into one shell, each showing what the README shows', async () => {
     const { blocks, shown } = deliveriesSection();
-    expect(blocks).toHaveLength(4);
+    expect(blocks).toHaveLength(5);
     const base = inject('baseUrl');
     const [first = ''] = blocks;
     // The receiver: in the background, its secret from the environment (npm prints a command
@@ -204,7 +204,7 @@ describe('the README walkthrough', () => {
     // Nothing stalls: the sleeps, and the slow receiver's 17 s, and no more than a little beyond.
     expect(Date.now() - started).toBeLessThan(90_000);
     const parts = output.split(/=== block \d ===/);
-    expect(parts, output).toHaveLength(5);
+    expect(parts, output).toHaveLength(6);
     blocks.forEach((block, i) => {
       const lines = shownIn(block);
       if (lines.length > 0) expectShown(parts[i] as string, lines.join('…'));
@@ -243,7 +243,14 @@ describe('the README walkthrough', () => {
       ),
     );
     expect(log.value.deliveries.filter((d: { type: string }) => d.type === 'NEW_NFT')).toHaveLength(1);
-    // The last block enabled the webhook the 410 disabled, and recovered its failed deliveries.
+    // The fourth block enabled the webhook the 410 disabled, and recovered its failed deliveries.
     expect(parts[3]).toMatch(/HTTP\/1\.1 200 OK[\s\S]*"value":\{"deliveries":[1-9]/);
+    // The last: a 410 again, and the second webhook heard of it, about the first, signed with its own secret.
+    expect(parts[4]).toContain(
+      `"data":{"webhook_id":${webhook},"url":"http://127.0.0.1:${README_RECEIVER_PORT}/nft-events/`,
+    );
+    expect(parts[4]).toMatch(
+      /-ops webhook-id=evt_[0-9a-f]+ signatures: #1 secret#2\n\s+\{"type":"endpoint\.disabled"[^\n]*"reason":"gone"\}\}/,
+    );
   }, 150_000);
 });

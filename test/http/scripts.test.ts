@@ -47,10 +47,16 @@ async function startReceiver(args: string[], env: Record<string, string>) {
 }
 
 /** POSTs `body` with Standard Webhooks headers signed by each of `secrets`, in that order. */
-async function send(port: number, body: string, secrets: string[], id = `evt_${randomBytes(8).toString('hex')}`) {
+async function send(
+  port: number,
+  body: string,
+  secrets: string[],
+  id = `evt_${randomBytes(8).toString('hex')}`,
+  path = '/nft-events',
+) {
   const at = new Date();
   const signature = secrets.map((s) => new Webhook(s).sign(id, at, body)).join(' ');
-  const res = await fetch(`http://127.0.0.1:${port}/nft-events`, {
+  const res = await fetch(`http://127.0.0.1:${port}${path}`, {
     method: 'POST',
     headers: {
       'content-type': 'application/json',
@@ -122,6 +128,22 @@ describe('npm run receiver', () => {
     const started = Date.now();
     expect((await send(slow.port, '{}', [secret])).status).toBe(204);
     expect(Date.now() - started).toBeGreaterThanOrEqual(1900);
+  });
+
+  it('answers --status only at the --only path, 204 elsewhere (one receiver for a failing webhook and a listening one)', async () => {
+    const secret = newSecret();
+    const { port, output } = await startReceiver(['--status', '410', '--only', '/gone'], { WEBHOOK_SECRET: secret });
+    expect(output()).toContain('(answers 410 at /gone, 204 elsewhere)');
+    expect((await send(port, '{}', [secret], undefined, '/gone')).status).toBe(410);
+    expect((await send(port, '{}', [secret])).status).toBe(204);
+    // A path must start with /.
+    const { WEBHOOK_SECRET: _, ...env } = process.env;
+    const bad = spawnSync('node', ['examples/receiver.mjs', '--only', 'gone'], {
+      cwd: root,
+      env: { ...env, WEBHOOK_SECRET: secret },
+      encoding: 'utf8',
+    });
+    expect(bad.status).toBe(2);
   });
 
   it('prints its usage for --help and without a secret', () => {

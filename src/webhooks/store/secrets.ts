@@ -48,12 +48,13 @@ export const PREVIOUS_SECRET_HOURS = 24;
 /**
  * Rotates a webhook's signing secret to `sealed`: the current one becomes the previous one,
  * signing too for PREVIOUS_SECRET_HOURS (the one before it stops), with a `rotate_secret` audit
- * record (no secret in it) in the same batch. Returns false when the application has no such
- * webhook. A retry of a committed batch changes nothing more (the new secret is in place).
+ * record (no secret in it) in the same batch. Returns when the previous secret stops signing, or
+ * null when the application has no such webhook. A retry of a committed batch changes nothing more
+ * (the new secret is in place).
  */
-export async function rotateSecret(db: Db, webhookId: string, sealed: string, actor: Actor): Promise<boolean> {
+export async function rotateSecret(db: Db, webhookId: string, sealed: string, actor: Actor): Promise<string | null> {
   const rotating = `${OWNED} AND secret IS NOT ?3`;
-  const [, , found] = await db.batch<{ found: number }>([
+  const [, , found] = await db.batch<{ until: string | null }>([
     db
       .prepare(
         `INSERT INTO webhook_audit (${AUDIT_COLUMNS})
@@ -70,7 +71,7 @@ export async function rotateSecret(db: Db, webhookId: string, sealed: string, ac
          WHERE ${rotating}`,
       )
       .bind(webhookId, actor.appId, sealed),
-    db.prepare(`SELECT EXISTS (SELECT 1 FROM webhooks WHERE ${OWNED}) AS found`).bind(webhookId, actor.appId),
+    db.prepare(`SELECT previous_secret_until AS until FROM webhooks WHERE ${OWNED}`).bind(webhookId, actor.appId),
   ]);
-  return found?.results[0]?.found === 1;
+  return found?.results[0]?.until ?? null;
 }
