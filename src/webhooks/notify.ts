@@ -61,14 +61,16 @@ export function tellOperational(
   data: Record<string, unknown>,
 ): void {
   const appId = c.get('appId');
-  const told = c.env.APPLICATIONS.getByName(appId)
-    .operational([{ appId, webhookId, type, data: { webhook_id: webhookId, ...data } }])
-    .catch((err) =>
-      log(
-        'warn',
-        { request_id: requestId(c), msg: 'could not hand over an operational event', type, webhook_id: webhookId },
-        err,
-      ),
-    );
+  // Called inside the async function, so that nothing it throws can reach the operation's reply.
+  const told = (async () =>
+    c.env.APPLICATIONS.getByName(appId).operational([
+      { appId, webhookId, type, data: { webhook_id: webhookId, ...data } },
+    ]))().catch((err) =>
+    log(
+      'warn',
+      { request_id: requestId(c), msg: 'could not hand over an operational event', type, webhook_id: webhookId },
+      err,
+    ),
+  );
   c.executionCtx.waitUntil(told);
 }
