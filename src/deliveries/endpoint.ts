@@ -9,6 +9,7 @@ import { log } from '../core/log';
 import type { Page } from '../core/pages';
 import { newSchedule } from '../core/send-rate';
 import { startWithSchema } from '../platform/object-schema';
+import { eraseStorage, keepRetention, retentionOf } from '../platform/object-settings';
 import { allowedOrigins } from '../webhooks/url';
 import { WAIT_SECONDS } from './schedule';
 import { type Notices, type Ordering, type SendSettings, sendDue } from './send';
@@ -22,7 +23,7 @@ import {
   listDeliveries,
   readHourCounts,
 } from './store/log';
-import { oldestCreated, purgeDeliveries } from './store/retention';
+import { countHeld, oldestCreated, purgeDeliveries } from './store/retention';
 import { ENDPOINT_SCHEMA } from './store/schema';
 import {
   endpointWebhook,
@@ -58,10 +59,14 @@ export class Endpoint extends DurableObject<CloudflareBindings> {
     startWithSchema(ctx, ENDPOINT_SCHEMA);
   }
 
-  /** New deliveries handed over by their application's object (a repeat changes nothing); sent at once. */
-  async handOver(webhookId: string, deliveries: NewDelivery[]): Promise<void> {
+  /**
+   * New deliveries handed over by their application's object (a repeat changes nothing); sent at
+   * once. `retentionDays`: the application's retention, when the platform set one.
+   */
+  async handOver(webhookId: string, deliveries: NewDelivery[], retentionDays?: number): Promise<void> {
     const added = this.ctx.storage.transactionSync(() => {
       rememberWebhook(this.ctx.storage.sql, webhookId);
+      if (retentionDays !== undefined) keepRetention(this.ctx.storage, retentionDays);
       return insertDeliveries(this.ctx.storage.sql, deliveries);
     });
     if (added > 0) await this.workArrived(Date.now());
@@ -96,6 +101,36 @@ export class Endpoint extends DurableObject<CloudflareBindings> {
     this.notices.changes++;
     // A FIFO endpoint waits for its head only: a pass now reads whether it still is one.
     if (this.ordering.fifo) await this.workArrived(Date.now());
+  }
+
+  /** The days this endpoint keeps deliveries: its application's retention, else DELIVERY_RETENTION_DAYS. */
+  retentionDays(): number {
+    return retentionOf(this.ctx.storage, deliveryConfig(this.env).retentionDays);
+  }
+
+  /** The application's retention changed: kept, and applied by the next alarm (at once). */
+  async setRetention(days: number): Promise<void> {
+    if (!keepRetention(this.ctx.storage, days)) return;
+    this.purgedAt = 0;
+    await this.workArrived(Date.now());
+  }
+
+  /**
+   * Erases everything this endpoint holds (its application is being erased), after any sending
+   * pass under way; returns what went. A second call finds nothing.
+   */
+  erase(): Promise<{ deliveries: number; attempts: number }> {
+    const run = this.sending.then(async () => {
+      const held = countHeld(this.ctx.storage.sql);
+      await eraseStorage(this.ctx.storage, ENDPOINT_SCHEMA);
+      this.purgedAt = 0;
+      return held;
+    });
+    this.sending = run.then(
+      () => {},
+      () => {},
+    );
+    return run;
   }
 
   stats(since: string): HourCounts[] {
@@ -158,7 +193,7 @@ export class Endpoint extends DurableObject<CloudflareBindings> {
     // Work that arrived during the passes may be due now (what arrives after this sets the alarm
     // itself).
     if (this.arrived) next = Date.now();
-    const retention = this.retain(config.retentionDays);
+    const retention = this.retain(retentionOf(this.ctx.storage, config.retentionDays));
     const wake = next === null ? retention : retention === null ? next : Math.min(next, retention);
     if (wake === null) await this.ctx.storage.deleteAlarm();
     else await this.ctx.storage.setAlarm(Math.max(wake, Date.now()));

@@ -4,7 +4,7 @@
 // event never loses a delivery. Each application's storage is its own: one that is full, or
 // failing, fails only its own publishes.
 import { DurableObject } from 'cloudflare:workers';
-import { groupBy } from '../core/batches';
+import { chunks, groupBy } from '../core/batches';
 import { deliveryConfig } from '../core/delivery-settings';
 import type { FilterEvent } from '../core/filter/match';
 import { parseFilter } from '../core/filter/parse';
@@ -12,11 +12,12 @@ import { SET_MAX_VALUES } from '../core/filter/values';
 import { log } from '../core/log';
 import { lastStart, newSchedule, type SendSchedule, takeSlots } from '../core/send-rate';
 import { startWithSchema } from '../platform/object-schema';
+import { eraseStorage, keepRetention, retentionOf, retentionSet } from '../platform/object-settings';
 import { type Filters, filterTargets, matchesHere } from './filtering';
-import { holdsDeliveries, rememberEndpoints } from './store/endpoints';
+import { endpointsHeld, holdsDeliveries, rememberEndpoints } from './store/endpoints';
 import { type EventToStore, insertEvents, type NewDelivery, type StoredEvent, webhookOf } from './store/events';
 import { handedOver, outbox, outboxEmpty } from './store/outbox';
-import { oldestEvent, purgeEvents } from './store/retention';
+import { countHeld, oldestEvent, purgeEvents } from './store/retention';
 import { APPLICATION_SCHEMA } from './store/schema';
 import { changeValues, countValues, dropValues, pageValues } from './store/values';
 
@@ -32,6 +33,17 @@ export interface ValuesPage {
   count: number;
 }
 
+/** What erasing an application's objects deleted. */
+export interface ObjectsErased {
+  events: number;
+  deliveries: number;
+  attempts: number;
+  values: number;
+}
+
+/** Set after an erasure, until a publish has a webhook to deliver to (see publish). */
+const ERASED_KEY = 'erased';
+
 /** Thrown in a value set's transaction to roll it back. */
 class SetFull extends Error {}
 
@@ -41,6 +53,8 @@ const HANDOVER_RETRY_MS = 5_000;
 const HANDOVER_EVENTS = 200;
 const PURGE_ROWS = 1000;
 const HOUR_MS = 3_600_000;
+/** Endpoints an erasure erases side by side. */
+const ERASE_AT_ONCE = 50;
 /** Hosts whose schedules an application keeps before it forgets those idle for a second. */
 const HOSTS_KEPT = 1000;
 
@@ -51,6 +65,8 @@ export class Application extends DurableObject<CloudflareBindings> {
   private readonly endpoints = new Set<string>();
   /** Each endpoint's last handover under way: the next one to it starts after it (see handTo). */
   private readonly handing = new Map<string, Promise<void>>();
+  /** An erasure is under way: publishes are refused until it ends (their senders try again). */
+  private erasing = false;
 
   constructor(ctx: DurableObjectState, env: CloudflareBindings) {
     super(ctx, env);
@@ -65,6 +81,12 @@ export class Application extends DurableObject<CloudflareBindings> {
    * published before) and the deliveries made now.
    */
   async publish(events: EventToStore[], targets: string[][], filters: Filters = {}): Promise<StoredEvent[]> {
+    if (this.erasing) throw new Error('the application is being erased');
+    // An erased application stores nothing until it has a webhook to deliver to again.
+    if (this.ctx.storage.kv.get(ERASED_KEY) === true) {
+      if (targets.every((t) => t.length === 0)) return events.map((e) => ({ eventId: e.eventId, deliveryIds: [] }));
+      this.ctx.storage.kv.delete(ERASED_KEY);
+    }
     // The alarm is set before the write: should the handover below never finish, it does it.
     const alarm = await this.ctx.storage.getAlarm();
     if (alarm === null || alarm > Date.now() + HANDOVER_RETRY_MS) {
@@ -148,10 +170,49 @@ export class Application extends DurableObject<CloudflareBindings> {
     return matchesHere(this.ctx.storage.sql, webhookId, parseFilter(JSON.parse(filter)), event);
   }
 
+  /**
+   * The application's retention, set by the platform: kept, told to every endpoint this
+   * application handed deliveries to, and applied here by the alarm at once.
+   */
+  async setRetention(days: number): Promise<void> {
+    keepRetention(this.ctx.storage, days);
+    const ids = endpointsHeld(this.ctx.storage.sql);
+    await Promise.all(ids.map((id) => this.env.ENDPOINTS.getByName(id).setRetention(days)));
+    await this.ctx.storage.setAlarm(Date.now());
+  }
+
+  /**
+   * Erases everything this application's objects hold: every endpoint it handed deliveries to,
+   * then its own storage (its retention is kept: the platform's setting, not the application's
+   * data). Publishes are refused meanwhile; a second call finds nothing. Returns what went.
+   */
+  async erase(): Promise<ObjectsErased> {
+    this.erasing = true;
+    try {
+      await Promise.allSettled([...this.handing.values()]);
+      const erased = { ...countHeld(this.ctx.storage.sql), deliveries: 0, attempts: 0 };
+      for (const ids of chunks(endpointsHeld(this.ctx.storage.sql), ERASE_AT_ONCE)) {
+        for (const held of await Promise.all(ids.map((id) => this.env.ENDPOINTS.getByName(id).erase()))) {
+          erased.deliveries += held.deliveries;
+          erased.attempts += held.attempts;
+        }
+      }
+      const retention = retentionSet(this.ctx.storage);
+      await eraseStorage(this.ctx.storage, APPLICATION_SCHEMA);
+      if (retention !== undefined) keepRetention(this.ctx.storage, retention);
+      this.ctx.storage.kv.put(ERASED_KEY, true);
+      this.endpoints.clear();
+      this.hosts.clear();
+      return erased;
+    } finally {
+      this.erasing = false;
+    }
+  }
+
   override async alarm(): Promise<void> {
     let handed = await this.handOver();
     while (handed && !outboxEmpty(this.ctx.storage.sql)) handed = await this.handOver();
-    const days = deliveryConfig(this.env).retentionDays;
+    const days = retentionOf(this.ctx.storage, deliveryConfig(this.env).retentionDays);
     const rows = purgeEvents(this.ctx.storage, new Date(Date.now() - days * 86_400_000).toISOString(), PURGE_ROWS);
     if (rows > 0) log('info', { msg: 'expired events purged', rows });
     const oldest = oldestEvent(this.ctx.storage.sql);
@@ -203,7 +264,9 @@ export class Application extends DurableObject<CloudflareBindings> {
    */
   private handTo(webhookId: string, deliveries: NewDelivery[]): Promise<void> {
     const before = this.handing.get(webhookId) ?? Promise.resolve();
-    const call = before.then(() => this.env.ENDPOINTS.getByName(webhookId).handOver(webhookId, deliveries));
+    // The application's retention travels with every handover: a new endpoint keeps it from the start.
+    const days = retentionSet(this.ctx.storage);
+    const call = before.then(() => this.env.ENDPOINTS.getByName(webhookId).handOver(webhookId, deliveries, days));
     const ended = call.catch(() => {});
     this.handing.set(webhookId, ended);
     void ended.then(() => {
