@@ -85,7 +85,6 @@ describe('PUT /v1.0/platform/nft/application', () => {
     expect(await keptBy(endpointOf(after.id))).toBeUndefined();
     await publishEvent(app);
     expect(await keptBy(endpointOf(after.id))).toBe(120);
-    expect(await runInDurableObject(endpointOf(after.id), (instance) => instance.retentionDays())).toBe(120);
   });
 
   it.each([

@@ -103,11 +103,6 @@ export class Endpoint extends DurableObject<CloudflareBindings> {
     if (this.ordering.fifo) await this.workArrived(Date.now());
   }
 
-  /** The days this endpoint keeps deliveries: its application's retention, else DELIVERY_RETENTION_DAYS. */
-  retentionDays(): number {
-    return retentionOf(this.ctx.storage, deliveryConfig(this.env).retentionDays);
-  }
-
   /** The application's retention changed: kept, and applied by the next alarm (at once). */
   async setRetention(days: number): Promise<void> {
     if (!keepRetention(this.ctx.storage, days)) return;

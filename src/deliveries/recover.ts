@@ -48,8 +48,8 @@ export async function recover(c: Context<AppEnv>): Promise<Response> {
   c.set('webhookId', webhookId);
   const iso = (ms: number) => new Date(ms).toISOString();
   const endpoint = await ownedEndpoint(c, webhookId, { enabled: true });
-  // What the endpoint keeps: its application's retention, which the platform may have set.
-  const days = await inObject(() => endpoint.retentionDays());
+  // What the application's objects keep: its retention, which the platform may have set.
+  const days = await inObject(() => c.env.APPLICATIONS.getByName(c.get('appId')).retentionDays());
   if (since < now - days * 86_400_000) {
     throw badInput(`since must be within the last ${days} days (the application's retention)`);
   }

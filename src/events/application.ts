@@ -170,6 +170,11 @@ export class Application extends DurableObject<CloudflareBindings> {
     return matchesHere(this.ctx.storage.sql, webhookId, parseFilter(JSON.parse(filter)), event);
   }
 
+  /** The days the application's events and deliveries are kept: its retention, else DELIVERY_RETENTION_DAYS. */
+  retentionDays(): number {
+    return retentionOf(this.ctx.storage, deliveryConfig(this.env).retentionDays);
+  }
+
   /**
    * The application's retention, set by the platform: kept, told to every endpoint this
    * application handed deliveries to, and applied here by the alarm at once.
@@ -212,7 +217,7 @@ export class Application extends DurableObject<CloudflareBindings> {
   override async alarm(): Promise<void> {
     let handed = await this.handOver();
     while (handed && !outboxEmpty(this.ctx.storage.sql)) handed = await this.handOver();
-    const days = retentionOf(this.ctx.storage, deliveryConfig(this.env).retentionDays);
+    const days = this.retentionDays();
     const rows = purgeEvents(this.ctx.storage, new Date(Date.now() - days * 86_400_000).toISOString(), PURGE_ROWS);
     if (rows > 0) log('info', { msg: 'expired events purged', rows });
     const oldest = oldestEvent(this.ctx.storage.sql);
