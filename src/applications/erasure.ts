@@ -10,7 +10,7 @@ import { withD1 } from '../http/storage';
 import { retryD1 } from '../platform/d1';
 import { actorOf } from '../webhooks/actor';
 import { deleteArchives } from './archives';
-import { eraseInD1, erasuresUnderWay, finishErasureInD1, requestErasure } from './store/applications';
+import { countErased, eraseInD1, erasuresUnderWay, finishErasureInD1, requestErasure } from './store/applications';
 
 /** Erasures one Cron run finishes at most. */
 const ERASURES_PER_RUN = 10;
@@ -40,8 +40,9 @@ export async function eraseApplication(c: Context<AppEnv>): Promise<Response> {
 export async function finishErasure(env: CloudflareBindings, appId: string): Promise<void> {
   await retryD1(() => eraseInD1(env.DB, appId));
   const objects = await env.APPLICATIONS.getByName(appId).erase();
+  await retryD1(() => countErased(env.DB, appId, objects));
   const archives = await deleteArchives(env.HISTORY, appId);
-  await retryD1(() => finishErasureInD1(env.DB, appId, { ...objects, archives }));
+  await retryD1(() => finishErasureInD1(env.DB, appId, { archives }));
   log('info', { msg: 'application erased', ...objects, archives });
 }
 

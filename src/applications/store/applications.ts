@@ -137,27 +137,43 @@ export async function eraseInD1(db: Db, appId: string): Promise<void> {
   ]);
 }
 
+const UNDER_WAY = 'app_id = ?1 AND erasure_requested_at IS NOT NULL AND erased_at IS NULL';
+
+/** The counts' SQL with `counts` as parameters from ?2 on, and those parameters. */
+function countsAdded(counts: Partial<ErasedCounts>): { added: string; values: number[] } {
+  const items = Object.keys(counts) as (typeof ERASED_ITEMS)[number][];
+  return {
+    added: addedCounts(Object.fromEntries(items.map((item, i) => [item, `?${i + 2}`]))),
+    values: items.map((item) => counts[item] ?? 0),
+  };
+}
+
+/** Adds what a step of an erasure under way deleted outside D1 to its counts, as soon as it is done. */
+export async function countErased(db: Db, appId: string, counts: Partial<ErasedCounts>): Promise<void> {
+  const { added, values } = countsAdded(counts);
+  await db
+    .prepare(`UPDATE applications SET erased = ${added} WHERE ${UNDER_WAY}`)
+    .bind(appId, ...values)
+    .run();
+}
+
 /**
- * The erasure's last step: adds what the objects and the archive held to its counts, marks it
- * done and writes its audit record (the counts, and who asked), once: a run that finds it done
- * already changes nothing.
+ * The erasure's last step: adds its last counts, marks it done and writes its audit record (the
+ * counts, and who asked), once: a run that finds it done already changes nothing.
  */
 export async function finishErasureInD1(db: Db, appId: string, counts: Partial<ErasedCounts>): Promise<void> {
-  const items = Object.keys(counts) as (typeof ERASED_ITEMS)[number][];
-  const added = addedCounts(Object.fromEntries(items.map((item, i) => [item, `?${i + 2}`])));
-  const values = items.map((item) => counts[item] ?? 0);
-  const underWay = 'app_id = ?1 AND erasure_requested_at IS NOT NULL AND erased_at IS NULL';
+  const { added, values } = countsAdded(counts);
   await db.batch([
     db
       .prepare(
         `INSERT INTO application_audit (app_id, action, detail, actor, actor_jti, request_id)
          SELECT app_id, 'erase', ${added}, json_extract(erasure_request, '$.actor'),
            json_extract(erasure_request, '$.actor_jti'), json_extract(erasure_request, '$.request_id')
-         FROM applications WHERE ${underWay}`,
+         FROM applications WHERE ${UNDER_WAY}`,
       )
       .bind(appId, ...values),
     db
-      .prepare(`UPDATE applications SET erased = ${added}, erased_at = ${NOW} WHERE ${underWay}`)
+      .prepare(`UPDATE applications SET erased = ${added}, erased_at = ${NOW} WHERE ${UNDER_WAY}`)
       .bind(appId, ...values),
   ]);
 }
