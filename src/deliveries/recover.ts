@@ -44,15 +44,16 @@ export async function recover(c: Context<AppEnv>): Promise<Response> {
   const since = parseInstant(body.since, 'since');
   const until = body.until === undefined || body.until === null ? now : parseInstant(body.until, 'until');
   if (since > now) throw badInput('since must not be in the future');
-  if (until <= since) throw badInput('until must be after since');
-  c.set('webhookId', webhookId);
-  const iso = (ms: number) => new Date(ms).toISOString();
-  const endpoint = await ownedEndpoint(c, webhookId, { enabled: true });
-  // What the application's objects keep: its retention, which the platform may have set.
+  // What the application's objects keep: its retention, which the platform may have set (its
+  // object knows it; asked before the webhook, so that input is refused before storage is read).
   const days = await inObject(() => c.env.APPLICATIONS.getByName(c.get('appId')).retentionDays());
   if (since < now - days * 86_400_000) {
     throw badInput(`since must be within the last ${days} days (the application's retention)`);
   }
+  if (until <= since) throw badInput('until must be after since');
+  c.set('webhookId', webhookId);
+  const iso = (ms: number) => new Date(ms).toISOString();
+  const endpoint = await ownedEndpoint(c, webhookId, { enabled: true });
   const count = await inObject(() => endpoint.recover(iso(since), iso(until), iso(now)));
   return success(c, { status: 202, value: `{"deliveries":${count}}` });
 }

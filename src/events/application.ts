@@ -65,8 +65,8 @@ export class Application extends DurableObject<CloudflareBindings> {
   private readonly endpoints = new Set<string>();
   /** Each endpoint's last handover under way: the next one to it starts after it (see handTo). */
   private readonly handing = new Map<string, Promise<void>>();
-  /** An erasure is under way: publishes are refused until it ends (their senders try again). */
-  private erasing = false;
+  /** Erasures under way (two runs may overlap): publishes are refused meanwhile (their senders try again). */
+  private erasing = 0;
 
   constructor(ctx: DurableObjectState, env: CloudflareBindings) {
     super(ctx, env);
@@ -81,7 +81,7 @@ export class Application extends DurableObject<CloudflareBindings> {
    * published before) and the deliveries made now.
    */
   async publish(events: EventToStore[], targets: string[][], filters: Filters = {}): Promise<StoredEvent[]> {
-    if (this.erasing) throw new Error('the application is being erased');
+    if (this.erasing > 0) throw new Error('the application is being erased');
     // An erased application stores nothing until it has a webhook to deliver to again.
     if (this.ctx.storage.kv.get(ERASED_KEY) === true) {
       if (targets.every((t) => t.length === 0)) return events.map((e) => ({ eventId: e.eventId, deliveryIds: [] }));
@@ -192,7 +192,7 @@ export class Application extends DurableObject<CloudflareBindings> {
    * data). Publishes are refused meanwhile; a second call finds nothing. Returns what went.
    */
   async erase(): Promise<ObjectsErased> {
-    this.erasing = true;
+    this.erasing++;
     try {
       await Promise.allSettled([...this.handing.values()]);
       const erased = { ...countHeld(this.ctx.storage.sql), deliveries: 0, attempts: 0 };
@@ -210,7 +210,7 @@ export class Application extends DurableObject<CloudflareBindings> {
       this.hosts.clear();
       return erased;
     } finally {
-      this.erasing = false;
+      this.erasing--;
     }
   }
 
