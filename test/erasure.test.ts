@@ -9,8 +9,8 @@ import { adminHeaders, applicationAudit, applicationRow, appQuery, callApplicati
 import { applicationOf, applicationSql, deliverDue, endpointOf } from './helpers/objects';
 import { receiver } from './helpers/receiver';
 import { expectApplicationFail, expectEnvelope, expectSuccess, expectValue } from './helpers/replies';
-import { del, post, postJson, publishEvent, registerWebhook } from './helpers/requests';
-import { bearer, freshApp, tokenFor } from './helpers/tokens';
+import { del, eventRequest, fetchWith, post, postJson, publishEvent, registerWebhook } from './helpers/requests';
+import { bearer, freshApp, platformToken, tokenFor } from './helpers/tokens';
 
 afterEach(() => {
   vi.restoreAllMocks();
@@ -188,6 +188,26 @@ describe('DELETE /v1.0/platform/nft/application', () => {
     expect((await storedIn(applicationOf(app))).kv).toEqual([]);
   });
 
+  it("refuses publishes while the application's objects are being erased (503: the sender tries again)", async () => {
+    const app = freshApp();
+    receiver();
+    await registerWebhook(app);
+    await runInDurableObject(applicationOf(app), (instance) => {
+      (instance as unknown as { erasing: number }).erasing = 1;
+    });
+    vi.spyOn(console, 'error').mockImplementation(() => {});
+    const res = await fetchWith(
+      {},
+      eventRequest({ app_id: app, type: 'NEW_NFT', data: {} }, bearer(await platformToken())),
+    );
+    expect(res.headers.get('retry-after')).toBe('2');
+    await expectEnvelope(res, 503, 64064, 'event fail');
+    expect(await applicationSql(app, 'SELECT event_id FROM events')).toEqual([]);
+    await runInDurableObject(applicationOf(app), (instance) => {
+      (instance as unknown as { erasing: number }).erasing = 0;
+    });
+  });
+
   it('is finished by the Cron Trigger when its own run dies', async () => {
     const app = freshApp();
     const { prefix } = await populated(app);
@@ -200,6 +220,9 @@ describe('DELETE /v1.0/platform/nft/application', () => {
     expect(pending.erasure_requested_at).toEqual(expect.any(String));
     expect(await archiveKeys(prefix)).toHaveLength(3);
     expect(await applicationAudit(app)).toEqual([]);
+    // A second DELETE while it is under way asks for nothing new.
+    await expectEnvelope(await erase(app, { HISTORY: failing }), 202, 0, 'success');
+    expect((await read(app)).erasure_requested_at).toBe(pending.erasure_requested_at);
 
     await worker.scheduled(createScheduledController({ cron: '* * * * *' }), env);
     expect(await archiveKeys(prefix)).toEqual([]);
