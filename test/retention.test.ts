@@ -142,3 +142,45 @@ describe('POST /v1.0/app/nft/webhook/recover within the application retention', 
     await expectEventFail(past.res, 400);
   });
 });
+
+describe('retention per application: a backlog', () => {
+  it('deletes more than one step of rows past a shorter retention, step after step, at once', async () => {
+    const app = freshApp();
+    receiver();
+    const hook = await registerWebhook(app);
+    const fresh = await publishEvent(app);
+    await deliverDue(hook.id);
+    // 2,500 events and deliveries (each with an attempt) as if stored 10 days ago: more than two steps.
+    const at = daysAgo(10);
+    await applicationSql(
+      app,
+      `WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 2500)
+       INSERT INTO events (event_id, source_key, created_at) SELECT 'evt_old_' || i, NULL, ?1 FROM n`,
+      at,
+    );
+    await endpointSql(
+      hook.id,
+      `WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 2500)
+       INSERT INTO deliveries (delivery_id, event_id, message_id, app_id, type, payload, status, created_at)
+       SELECT i, 'evt_old_' || i, 'evt_old_' || i, ?2, 'NEW_NFT', '{}', 'succeeded', ?1 FROM n`,
+      at,
+      app,
+    );
+    await endpointSql(
+      hook.id,
+      `INSERT INTO delivery_attempts (delivery_id, attempt, attempted_at, status, duration_ms)
+       SELECT delivery_id, 1, created_at, 200, 1 FROM deliveries WHERE delivery_id <= 2500`,
+    );
+    await setRetention(app, 5);
+    await vi.waitFor(
+      async () =>
+        expect(await held(app, hook.id)).toEqual({
+          events: [fresh.eventId],
+          index: fresh.deliveryIds,
+          deliveries: fresh.deliveryIds,
+          attempts: fresh.deliveryIds,
+        }),
+      { timeout: 10_000, interval: 200 },
+    );
+  });
+});

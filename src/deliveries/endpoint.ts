@@ -201,7 +201,9 @@ export class Endpoint extends DurableObject<CloudflareBindings> {
     if (now - this.purgedAt >= HOUR_MS) {
       const rows = purgeDeliveries(this.ctx.storage, new Date(now - keepMs).toISOString(), PURGE_ROWS);
       if (rows > 0) log('info', { msg: 'expired deliveries purged', rows });
-      this.purgedAt = now;
+      // A full step leaves more past the retention (a backlog, a shorter retention just set): the
+      // next pass purges again at once.
+      this.purgedAt = rows >= PURGE_ROWS ? now - HOUR_MS : now;
     }
     const oldest = oldestCreated(this.ctx.storage.sql);
     return oldest === null ? null : Math.max(oldest + keepMs, this.purgedAt + HOUR_MS);

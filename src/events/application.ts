@@ -224,7 +224,9 @@ export class Application extends DurableObject<CloudflareBindings> {
     if (!handed || !outboxEmpty(this.ctx.storage.sql)) {
       await this.ctx.storage.setAlarm(Date.now() + HANDOVER_RETRY_MS);
     } else if (oldest !== null) {
-      await this.ctx.storage.setAlarm(Math.max(oldest + days * 86_400_000, Date.now() + HOUR_MS));
+      // A full step leaves more past the retention (a backlog, a shorter retention just set): again at once.
+      const next = rows >= PURGE_ROWS ? Date.now() : Date.now() + HOUR_MS;
+      await this.ctx.storage.setAlarm(Math.max(oldest + days * 86_400_000, next));
     }
   }
 
