@@ -135,6 +135,21 @@ export interface NftEvent {
   id?: string;
 }
 
+/** An application as the platform sets it (platform services only). */
+export interface Application {
+  app_id: string;
+  /** Days its events, deliveries, attempts and archives are kept. */
+  retention_days: number;
+  /** true: the platform set no retention, the service's default applies. */
+  default: boolean;
+  /** true once an erasure finished. */
+  erased: boolean;
+  erasure_requested_at?: string;
+  erased_at?: string;
+  /** What its erasures deleted, by kind (webhooks, events, deliveries, archives, ...). */
+  counts?: Record<string, number>;
+}
+
 /** One page of the list. */
 export interface WebhookPage {
   webhooks: Webhook[];
@@ -184,6 +199,7 @@ export class WebhookApiError extends Error {
 
 const PATH = '/v1.0/app/nft/webhook';
 const EVENT_PATH = '/v1.0/platform/nft/event';
+const APPLICATION_PATH = '/v1.0/platform/nft/application';
 
 /**
  * Parses a reply, keeping `webhook_id`s exact: the API writes them as JSON integers, which
@@ -350,6 +366,25 @@ export class WebhookClient {
   async publishEvent(event: NftEvent): Promise<string> {
     const value = (await this.#call('POST', EVENT_PATH, JSON.stringify(event))) as { event_id: string };
     return value.event_id;
+  }
+
+  /** An application's retention and erasure (a platform service's token, with the `platform:admin` scope). */
+  async getApplication(appId: string): Promise<Application> {
+    return (await this.#call('GET', `${APPLICATION_PATH}?app_id=${encodeURIComponent(appId)}`)) as Application;
+  }
+
+  /** Sets how many days (1 to 400) an application's history is kept (`platform:admin` scope). */
+  async setRetention(appId: string, retentionDays: number): Promise<Application> {
+    const body = JSON.stringify({ app_id: appId, retention_days: retentionDays });
+    return (await this.#call('PUT', APPLICATION_PATH, body)) as Application;
+  }
+
+  /**
+   * Erases everything the service holds for an application (`platform:admin` scope): accepted at
+   * once, done within a minute; `getApplication` then says `erased: true`. Repeating it is harmless.
+   */
+  async eraseApplication(appId: string): Promise<void> {
+    await this.#call('DELETE', `${APPLICATION_PATH}?app_id=${encodeURIComponent(appId)}`);
   }
 
   /** Rotates a webhook's signing secret: for 24 hours the previous one signs too. Returns the new one. */

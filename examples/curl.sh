@@ -91,3 +91,14 @@ curl -sS -i -X DELETE "$URL?webhook_id=$ID" -H "Authorization: Bearer $TOKEN"
 echo
 curl -sS -i -X DELETE "$URL?webhook_id=$ID" -H "Authorization: Bearer $TOKEN"
 echo
+
+echo "# The platform's administration (scope platform:admin): an application's retention, read back, and the erasure of an application"
+ADMIN=${ADMIN_TOKEN:-$(npm run -s token -- platform-admin --scope platform:admin)}
+curl -sS -i -X PUT "$BASE_URL/v1.0/platform/nft/application" \
+  -H "Authorization: Bearer $ADMIN" -H 'Content-Type: application/json' \
+  -d '{"app_id": "demo-app-1", "retention_days": 90}'
+echo
+curl -sS -i "$BASE_URL/v1.0/platform/nft/application?app_id=demo-app-1" -H "Authorization: Bearer $ADMIN"
+echo
+curl -sS -i -X DELETE "$BASE_URL/v1.0/platform/nft/application?app_id=$KEY" -H "Authorization: Bearer $ADMIN"
+echo

@@ -1,6 +1,7 @@
 // The HTTP application: every route, the request log, 404 and the error handler.
 import { HonoBase } from 'hono/hono-base';
 import { RegExpRouter } from 'hono/router/reg-exp-router';
+import { mountApplications } from './applications/routes';
 import { mountDeliveries } from './deliveries/routes';
 import { mountEvents } from './events/routes';
 import { mountFilters } from './filters/routes';
@@ -20,6 +21,7 @@ mountWebhooks(app);
 mountDeliveries(app);
 mountEvents(app);
 mountFilters(app);
+mountApplications(app);
 mountPortal(app);
 app.notFound((c) => envelope(404, Code.notFound, requestId(c)));
 app.onError((err, c) => failureReply(err, operationCode(c.req.method, c.req.path), requestId(c), bookmarkHeader(c)));

@@ -1,8 +1,10 @@
 // The Cron Trigger (every minute, wrangler.toml [triggers]): Idempotency-Keys past 24 hours
-// purged, and the signing secrets re-sealed after a new key is put first in WEBHOOK_SECRET_KEYS.
+// purged, the signing secrets re-sealed after a new key is put first in WEBHOOK_SECRET_KEYS, and
+// the erasures of applications whose request's own run died finished.
 // Each job runs even when another fails. Deliveries need no Cron: each endpoint's object has its
 // alarm, and each object purges what is past the retention.
 
+import { finishErasures } from './applications/erasure';
 import { log } from './core/log';
 import { resealSecrets } from './webhooks/reseal';
 import { purgeExpiredKeys } from './webhooks/store/keys';
@@ -19,4 +21,5 @@ async function job(name: string, cron: string, run: () => Promise<number>): Prom
 export async function runCron(controller: ScheduledController, env: CloudflareBindings): Promise<void> {
   await job('expired idempotency keys purged', controller.cron, () => purgeExpiredKeys(env.DB));
   await job('signing secrets re-sealed', controller.cron, () => resealSecrets(env));
+  await job('erasures finished', controller.cron, () => finishErasures(env));
 }

@@ -1,5 +1,5 @@
 // The Cron Trigger's jobs: Idempotency-Keys purged (tested with registration) and signing secrets
-// re-sealed (tested with the key ring); deliveries need none. Each object keeps its own retention
+// re-sealed (tested with the key ring), erasures finished (tested with erasure); deliveries need none. Each object keeps its own retention
 // (its alarm).
 import { createScheduledController, env, runInDurableObject } from 'cloudflare:test';
 import { afterEach, describe, expect, it, vi } from 'vitest';
@@ -26,20 +26,22 @@ describe('the Cron Trigger', () => {
       .map((l) => l.msg);
   }
 
-  it('runs the key purge and the re-sealing: one D1 round trip with one key, no move, no delivery', async () => {
+  it('runs the key purge, the re-sealing and the erasures: two D1 round trips with one key and no erasure', async () => {
     const counted = countingDb(env.DB);
     expect(await cronJobs({ DB: counted.db })).toEqual([
       'cron: expired idempotency keys purged',
       'cron: signing secrets re-sealed',
+      'cron: erasures finished',
     ]);
-    // With one key there is nothing to re-seal: it reads nothing.
-    expect(counted.calls()).toBe(1);
+    // With one key there is nothing to re-seal: it reads nothing. The erasures: one read.
+    expect(counted.calls()).toBe(2);
   });
 
   it('runs every job even when one fails, logging the failure', async () => {
     const failing = faultyDb([{ before: 'D1_ERROR: no such table: idempotency_keys' }]);
     expect(await cronJobs({ DB: failing.db })).toEqual([
       'cron: signing secrets re-sealed',
+      'cron: erasures finished',
       'cron: expired idempotency keys purged failed',
     ]);
   });

@@ -283,3 +283,32 @@ describe('examples/client.ts: filters, value sets and ordering', () => {
     });
   });
 });
+
+describe('examples/client.ts: the platform operations on an application', () => {
+  it('sets and reads the retention, and erases the application', async () => {
+    const { api } = await client('client-erased');
+    const admin = new WebhookClient({
+      baseUrl: ORIGIN,
+      token: await tokenFor('platform-admin', { scope: 'platform:admin' }),
+      fetch: (input, init) => SELF.fetch(input, init),
+    });
+    const webhook = await api.createWebhook('https://hooks.example.com/client-erased');
+    expect(await admin.getApplication('client-erased')).toEqual({
+      app_id: 'client-erased',
+      retention_days: 30,
+      default: true,
+      erased: false,
+    });
+    expect(await admin.setRetention('client-erased', 14)).toMatchObject({ retention_days: 14, default: false });
+    await admin.eraseApplication('client-erased');
+    await vi.waitFor(async () => expect((await admin.getApplication('client-erased')).erased).toBe(true), {
+      timeout: 5_000,
+    });
+    expect((await admin.getApplication('client-erased')).counts).toMatchObject({ webhooks: 1 });
+    expect(await webhookRow(String(webhook.webhook_id))).toBeNull();
+    // An application's own token may not.
+    const refused = await api.getApplication('client-erased').catch((err: unknown) => err);
+    expect(refused).toBeInstanceOf(WebhookApiError);
+    expect(refused).toMatchObject({ status: 403, code: 64066 });
+  });
+});

@@ -123,7 +123,7 @@ describe('POST /v1.0/app/nft/webhook/recover', () => {
     [{ since: '2026-11-23T10:00:00' }, 'since must be an ISO 8601 date and time with a time zone'],
     [{}, 'since is required'],
     [{ since: 'FUTURE' }, 'since must not be in the future'],
-    [{ since: 'TOO_OLD' }, 'since must be within the last 30 days (DELIVERY_RETENTION_DAYS)'],
+    [{ since: 'TOO_OLD' }, "since must be within the last 30 days (the application's retention)"],
     [{ since: 'HOUR_AGO', until: 'HOUR_AGO' }, 'until must be after since'],
     [{ since: 'HOUR_AGO', until: 'TOO_OLD' }, 'until must be after since'],
     [{ since: 'HOUR_AGO', until: 5 }, 'until must be an ISO 8601 date and time with a time zone'],

@@ -31,3 +31,10 @@ export function groupBy<T>(items: Iterable<T>, key: (item: T) => string): Map<st
   }
   return groups;
 }
+
+/** `items` in consecutive slices of at most `size`. */
+export function chunks<T>(items: T[], size: number): T[][] {
+  const slices: T[][] = [];
+  for (let i = 0; i < items.length; i += size) slices.push(items.slice(i, i + size));
+  return slices;
+}

@@ -17,3 +17,6 @@ export const isWellFormed = (text: string) => !LONE_SURROGATE.test(text);
  * into log lines and the ids of objects as they are.
  */
 export const isAppId = (text: string) => text !== '' && !CONTROL_OR_LONE_SURROGATE.test(text);
+
+/** The longest application id that an event or a platform operation may name, in code points. */
+export const MAX_APP_ID_LENGTH = 255;

@@ -11,6 +11,7 @@ import type { Page } from '../core/pages';
 import { newSchedule } from '../core/send-rate';
 import { nextDeliveryId } from '../events/store/delivery-ids';
 import { startWithSchema } from '../platform/object-schema';
+import { eraseStorage, keepRetention, retentionOf } from '../platform/object-settings';
 import { allowedOrigins } from '../webhooks/url';
 import { sendPlatformDue } from './platform';
 import { WAIT_SECONDS } from './schedule';
@@ -26,7 +27,7 @@ import {
   listDeliveries,
   readHourCounts,
 } from './store/log';
-import { oldestCreated, purgeDeliveries } from './store/retention';
+import { countHeld, oldestCreated, purgeDeliveries } from './store/retention';
 import { ENDPOINT_SCHEMA } from './store/schema';
 import {
   endpointWebhook,
@@ -62,10 +63,14 @@ export class Endpoint extends DurableObject<CloudflareBindings> {
     startWithSchema(ctx, ENDPOINT_SCHEMA);
   }
 
-  /** New deliveries handed over by their application's object (a repeat changes nothing); sent at once. */
-  async handOver(webhookId: string, deliveries: NewDelivery[]): Promise<void> {
+  /**
+   * New deliveries handed over by their application's object (a repeat changes nothing); sent at
+   * once. `retentionDays`: the application's retention, when the platform set one.
+   */
+  async handOver(webhookId: string, deliveries: NewDelivery[], retentionDays?: number): Promise<void> {
     const added = this.ctx.storage.transactionSync(() => {
       rememberWebhook(this.ctx.storage.sql, webhookId);
+      if (retentionDays !== undefined) keepRetention(this.ctx.storage, retentionDays);
       return insertDeliveries(this.ctx.storage.sql, deliveries);
     });
     if (added > 0) await this.workArrived(Date.now());
@@ -113,6 +118,31 @@ export class Endpoint extends DurableObject<CloudflareBindings> {
     this.notices.changes++;
     // A FIFO endpoint waits for its head only: a pass now reads whether it still is one.
     if (this.ordering.fifo) await this.workArrived(Date.now());
+  }
+
+  /** The application's retention changed: kept, and applied by the next alarm (at once). */
+  async setRetention(days: number): Promise<void> {
+    if (!keepRetention(this.ctx.storage, days)) return;
+    this.purgedAt = 0;
+    await this.workArrived(Date.now());
+  }
+
+  /**
+   * Erases everything this endpoint holds (its application is being erased), after any sending
+   * pass under way; returns what went. A second call finds nothing.
+   */
+  erase(): Promise<{ deliveries: number; attempts: number }> {
+    const run = this.sending.then(async () => {
+      const held = countHeld(this.ctx.storage.sql);
+      await eraseStorage(this.ctx.storage, ENDPOINT_SCHEMA);
+      this.purgedAt = 0;
+      return held;
+    });
+    this.sending = run.then(
+      () => {},
+      () => {},
+    );
+    return run;
   }
 
   stats(since: string): HourCounts[] {
@@ -189,7 +219,7 @@ export class Endpoint extends DurableObject<CloudflareBindings> {
     // Work that arrived during the last pass allowed may be due now (what arrives after this sets
     // the alarm itself).
     if (this.arrived) next = Date.now();
-    const retention = this.retain(config.retentionDays);
+    const retention = this.retain(retentionOf(this.ctx.storage, config.retentionDays));
     const wake = next === null ? retention : retention === null ? next : Math.min(next, retention);
     if (wake !== null) await this.ctx.storage.setAlarm(Math.max(wake, Date.now()));
     else if (!inAlarm) await this.ctx.storage.deleteAlarm();
@@ -202,7 +232,9 @@ export class Endpoint extends DurableObject<CloudflareBindings> {
     if (now - this.purgedAt >= HOUR_MS) {
       const rows = purgeDeliveries(this.ctx.storage, new Date(now - keepMs).toISOString(), PURGE_ROWS);
       if (rows > 0) log('info', { msg: 'expired deliveries purged', rows });
-      this.purgedAt = now;
+      // A full step leaves more past the retention (a backlog, a shorter retention just set): the
+      // next pass purges again at once.
+      this.purgedAt = rows >= PURGE_ROWS ? now - HOUR_MS : now;
     }
     const oldest = oldestCreated(this.ctx.storage.sql);
     return oldest === null ? null : Math.max(oldest + keepMs, this.purgedAt + HOUR_MS);

@@ -1,5 +1,4 @@
 import type { Context } from 'hono';
-import { deliveryConfig } from '../core/delivery-settings';
 import type { AppEnv } from '../http/app-env';
 import { jsonObject, readJsonBody } from '../http/body';
 import { badInput, success } from '../http/envelope';
@@ -35,10 +34,9 @@ export function parseInstant(value: unknown, name: string): number {
 /**
  * POST /v1.0/app/nft/webhook/recover {"webhook_id", "since", "until"?}: every `failed` delivery
  * of that webhook created in [since, until) is attempted again, on a fresh schedule. 202 with how
- * many. `since` within the retention and not in the future, `until` (default now) after it.
+ * many. `since` within the application's retention and not in the future, `until` (default now) after it.
  */
 export async function recover(c: Context<AppEnv>): Promise<Response> {
-  const config = deliveryConfig(c.env);
   const body = jsonObject((await readJsonBody(c.req.raw)).value);
   const webhookId = idField(body.webhook_id);
   const now = Date.now();
@@ -46,8 +44,11 @@ export async function recover(c: Context<AppEnv>): Promise<Response> {
   const since = parseInstant(body.since, 'since');
   const until = body.until === undefined || body.until === null ? now : parseInstant(body.until, 'until');
   if (since > now) throw badInput('since must not be in the future');
-  if (since < now - config.retentionDays * 86_400_000) {
-    throw badInput(`since must be within the last ${config.retentionDays} days (DELIVERY_RETENTION_DAYS)`);
+  // What the application's objects keep: its retention, which the platform may have set (its
+  // object knows it; asked before the webhook, so that input is refused before storage is read).
+  const days = await inObject(() => c.env.APPLICATIONS.getByName(c.get('appId')).retentionDays());
+  if (since < now - days * 86_400_000) {
+    throw badInput(`since must be within the last ${days} days (the application's retention)`);
   }
   if (until <= since) throw badInput('until must be after since');
   c.set('webhookId', webhookId);

@@ -5,7 +5,7 @@
 // never loses a delivery. Each application's storage is its own: one that is full, or
 // failing, fails only its own publishes.
 import { DurableObject } from 'cloudflare:workers';
-import { groupBy } from '../core/batches';
+import { chunks, groupBy } from '../core/batches';
 import { deliveryConfig } from '../core/delivery-settings';
 import type { FilterEvent } from '../core/filter/match';
 import { parseFilter } from '../core/filter/parse';
@@ -14,6 +14,7 @@ import { log } from '../core/log';
 import { lastStart, newSchedule, type SendSchedule, takeSlots } from '../core/send-rate';
 import { retryD1 } from '../platform/d1';
 import { startWithSchema } from '../platform/object-schema';
+import { eraseStorage, keepRetention, retentionOf, retentionSet } from '../platform/object-settings';
 import type { WebhookChange } from '../webhooks/notify';
 import { readSubscribers } from '../webhooks/store/subscribers';
 import { filtersOf, targetsOf } from './audience';
@@ -22,10 +23,10 @@ import { emitOperational, type OperationalEvent } from './operational';
 import { lastChange, noteChange } from './store/changes';
 import { forgetEvents, oldestKept } from './store/dedupe';
 import { Sequence, webhookOf } from './store/delivery-ids';
-import { holdsDeliveries, rememberEndpoints } from './store/endpoints';
+import { endpointsHeld, holdsDeliveries, rememberEndpoints } from './store/endpoints';
 import { type EventToStore, insertEvents, type NewDelivery, type StoredEvent } from './store/events';
 import { handedOver, outbox, outboxEmpty } from './store/outbox';
-import { oldestEvent, purgeEvents } from './store/retention';
+import { countHeld, oldestEvent, purgeEvents } from './store/retention';
 import { APPLICATION_SCHEMA } from './store/schema';
 import { changeValues, countValues, dropValues, pageValues } from './store/values';
 
@@ -41,6 +42,17 @@ export interface ValuesPage {
   count: number;
 }
 
+/** What erasing an application's objects deleted. */
+export interface ObjectsErased {
+  events: number;
+  deliveries: number;
+  attempts: number;
+  values: number;
+}
+
+/** Set after an erasure, until a publish has a webhook to deliver to (see publish). */
+const ERASED_KEY = 'erased';
+
 /** Thrown in a value set's transaction to roll it back. */
 class SetFull extends Error {}
 
@@ -50,6 +62,8 @@ const HANDOVER_RETRY_MS = 5_000;
 const HANDOVER_EVENTS = 200;
 const PURGE_ROWS = 1000;
 const HOUR_MS = 3_600_000;
+/** Endpoints an erasure erases side by side. */
+const ERASE_AT_ONCE = 50;
 /** Hosts whose schedules an application keeps before it forgets those idle for a second. */
 const HOSTS_KEPT = 1000;
 /** Reads of the subscribers one publish makes at most when changes keep arriving during them. */
@@ -65,7 +79,9 @@ export class Application extends DurableObject<CloudflareBindings> {
   /** The newest webhook change told (store/changes.ts), once read in this instance. */
   private changed: number | undefined;
   /** The events' sequence numbers, which their deliveries' ids carry. */
-  private readonly sequence = new Sequence();
+  private sequence = new Sequence();
+  /** Erasures under way (two runs may overlap): publishes are refused meanwhile (their senders try again). */
+  private erasing = 0;
 
   constructor(ctx: DurableObjectState, env: CloudflareBindings) {
     super(ctx, env);
@@ -97,16 +113,21 @@ export class Application extends DurableObject<CloudflareBindings> {
     filters: Filters = {},
     seen?: number,
   ): Promise<StoredEvent[]> {
+    if (this.erasing > 0) throw new Error('the application is being erased');
+    const now = seen === undefined ? { targets, filters } : await this.subscribersNow(events, targets, filters, seen);
+    // An erased application stores nothing until it has a webhook to deliver to again.
+    if (this.ctx.storage.kv.get(ERASED_KEY) === true) {
+      if (now.targets.every((t) => t.length === 0)) return events.map((e) => ({ eventId: e.eventId, deliveryIds: [] }));
+      this.ctx.storage.kv.delete(ERASED_KEY);
+    }
     // An alarm is set before the write (it rings at least hourly while the object keeps events):
     // should the handover below never finish, that alarm, or the next start of this object,
     // does it. Written only when none is set, not for every publish.
     if ((await this.ctx.storage.getAlarm()) === null) await this.ctx.storage.setAlarm(Date.now() + HANDOVER_RETRY_MS);
-    const now = seen === undefined ? { targets, filters } : await this.subscribersNow(events, targets, filters, seen);
     const sql = this.ctx.storage.sql;
-    const ids = {
-      sequence: this.sequence,
-      dedupeSince: new Date(Date.now() - deliveryConfig(this.env).dedupeHours * HOUR_MS).toISOString(),
-    };
+    // Idempotent for EVENT_DEDUPE_HOURS, never longer than the application's retention.
+    const dedupeHours = Math.min(deliveryConfig(this.env).dedupeHours, this.retentionDays() * 24);
+    const ids = { sequence: this.sequence, dedupeSince: new Date(Date.now() - dedupeHours * HOUR_MS).toISOString() };
     const stored = this.ctx.storage.transactionSync(() =>
       insertEvents(sql, events, filterTargets(sql, events, now.targets, now.filters), ids),
     );
@@ -228,10 +249,58 @@ export class Application extends DurableObject<CloudflareBindings> {
     return matchesHere(this.ctx.storage.sql, webhookId, parseFilter(JSON.parse(filter)), event);
   }
 
+  /** The days the application's events and deliveries are kept: its retention, else DELIVERY_RETENTION_DAYS. */
+  retentionDays(): number {
+    return retentionOf(this.ctx.storage, deliveryConfig(this.env).retentionDays);
+  }
+
+  /**
+   * The application's retention, set by the platform: kept, told to every endpoint this
+   * application handed deliveries to, and applied here by the alarm at once.
+   */
+  async setRetention(days: number): Promise<void> {
+    keepRetention(this.ctx.storage, days);
+    const ids = endpointsHeld(this.ctx.storage.sql);
+    await Promise.all(ids.map((id) => this.env.ENDPOINTS.getByName(id).setRetention(days)));
+    await this.ctx.storage.setAlarm(Date.now());
+  }
+
+  /**
+   * Erases everything this application's objects hold: every endpoint it handed deliveries to,
+   * then its own storage (its retention is kept: the platform's setting, not the application's
+   * data). Publishes are refused meanwhile; a second call finds nothing. Returns what went.
+   */
+  async erase(): Promise<ObjectsErased> {
+    this.erasing++;
+    try {
+      await Promise.allSettled([...this.handing.values()]);
+      const erased = { ...countHeld(this.ctx.storage.sql), deliveries: 0, attempts: 0 };
+      for (const ids of chunks(endpointsHeld(this.ctx.storage.sql), ERASE_AT_ONCE)) {
+        for (const held of await Promise.all(ids.map((id) => this.env.ENDPOINTS.getByName(id).erase()))) {
+          erased.deliveries += held.deliveries;
+          erased.attempts += held.attempts;
+        }
+      }
+      const retention = retentionSet(this.ctx.storage);
+      await eraseStorage(this.ctx.storage, APPLICATION_SCHEMA);
+      // Its numbers start again from the erased tables; the newest change is read again.
+      this.sequence = new Sequence();
+      this.changed = undefined;
+      if (retention !== undefined) keepRetention(this.ctx.storage, retention);
+      this.ctx.storage.kv.put(ERASED_KEY, true);
+      this.endpoints.clear();
+      this.hosts.clear();
+      return erased;
+    } finally {
+      this.erasing--;
+    }
+  }
+
   override async alarm(): Promise<void> {
     let handed = await this.handOver();
     while (handed && !outboxEmpty(this.ctx.storage.sql)) handed = await this.handOver();
-    const { retentionDays: days, dedupeHours } = deliveryConfig(this.env);
+    const days = this.retentionDays();
+    const dedupeHours = Math.min(deliveryConfig(this.env).dedupeHours, days * 24);
     const now = Date.now();
     const rows = purgeEvents(this.ctx.storage, new Date(now - days * 86_400_000).toISOString(), PURGE_ROWS);
     if (rows > 0) log('info', { msg: 'expired events purged', rows });
@@ -241,6 +310,9 @@ export class Application extends DurableObject<CloudflareBindings> {
     // More to hand over, or more keys past the window than one alarm forgets: soon again.
     if (!handed || !outboxEmpty(this.ctx.storage.sql) || keys >= PURGE_ROWS) {
       await this.ctx.storage.setAlarm(Date.now() + HANDOVER_RETRY_MS);
+    } else if (rows >= PURGE_ROWS) {
+      // A full step leaves more past the retention (a backlog, a shorter retention just set): again at once.
+      await this.ctx.storage.setAlarm(Date.now());
     } else if (keeps) {
       // Hourly while it keeps anything: the retention's next step, and the guard of the handovers
       // of publishes to come (see publish).
@@ -289,7 +361,9 @@ export class Application extends DurableObject<CloudflareBindings> {
    */
   private handTo(webhookId: string, deliveries: NewDelivery[]): Promise<void> {
     const before = this.handing.get(webhookId) ?? Promise.resolve();
-    const call = before.then(() => this.env.ENDPOINTS.getByName(webhookId).handOver(webhookId, deliveries));
+    // The application's retention travels with every handover: a new endpoint keeps it from the start.
+    const days = retentionSet(this.ctx.storage);
+    const call = before.then(() => this.env.ENDPOINTS.getByName(webhookId).handOver(webhookId, deliveries, days));
     const ended = call.catch(() => {});
     this.handing.set(webhookId, ended);
     void ended.then(() => {

@@ -1,6 +1,6 @@
 // The event object (one shape for the Queue and for HTTP): {"app_id", "type", "data", "id"?}.
 import { isEventType, isOperationalType } from '../core/event-types';
-import { isAppId } from '../core/text';
+import { isAppId, MAX_APP_ID_LENGTH } from '../core/text';
 import { badInput } from '../http/envelope';
 import type { EventToStore } from './store/events';
 
@@ -18,7 +18,6 @@ export interface NewEvent {
 const isRawJson = (value: object) => (JSON as JSON & { isRawJSON?(v: unknown): boolean }).isRawJSON?.(value) === true;
 
 const PUBLISHER_ID = /^[A-Za-z0-9_-]{1,64}$/;
-const MAX_APP_ID_LENGTH = 255;
 
 /**
  * Checks an event object; unknown fields are ignored. Throws a 400 failure saying what is wrong.

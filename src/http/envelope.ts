@@ -6,7 +6,8 @@ import { withoutOws } from './headers';
 
 /**
  * Result codes: the documented interface's (PUT 64062, DELETE 64063), the extension's (GET of
- * webhooks and deliveries 64060, POST of a webhook 64061, events 64064, signing secrets 64065),
+ * webhooks and deliveries 64060, POST of a webhook 64061, events 64064, signing secrets 64065,
+ * applications 64066),
  * and the ones this service adds for routing.
  */
 export const Code = {
@@ -18,6 +19,7 @@ export const Code = {
   deleteFail: 64063,
   eventFail: 64064,
   secretFail: 64065,
+  applicationFail: 64066,
   notFound: 404,
   methodNotAllowed: 405,
   internal: 500,
@@ -33,6 +35,7 @@ const MESSAGES: Record<Code, string> = {
   [Code.deleteFail]: 'delete fail',
   [Code.eventFail]: 'event fail',
   [Code.secretFail]: 'secret fail',
+  [Code.applicationFail]: 'application fail',
   [Code.notFound]: 'not found',
   [Code.methodNotAllowed]: 'method not allowed',
   [Code.internal]: 'internal error',

@@ -5,7 +5,7 @@ import { FILTER_MAX_BYTES, parseFilter } from '../core/filter/parse';
 import { normaliseSetValue, SET_VALUE_MAX_LENGTH } from '../core/filter/values';
 import { digitsOnly, idRange, parseId } from '../core/int64';
 import { parseCursor, parseValueCursor } from '../core/pages';
-import { isWellFormed } from '../core/text';
+import { isAppId, isWellFormed, MAX_APP_ID_LENGTH } from '../core/text';
 import { MAX_BODY_BYTES, NumberText, parseJsonText } from './body';
 import { badInput } from './envelope';
 import { withoutOws } from './headers';
@@ -169,4 +169,18 @@ export function setValuesField(value: unknown, name: string): string[] {
     if (!isWellFormed(item)) throw badInput(`${name}.${i} must be well-formed Unicode`);
     return normaliseSetValue(item);
   });
+}
+
+/**
+ * An application id (a query parameter or a body field named `app_id`): 1 to MAX_APP_ID_LENGTH
+ * characters without control characters or lone surrogates, as an event's `app_id`; 400 otherwise.
+ */
+export function appIdField(value: unknown): string {
+  if (value === undefined) throw badInput('app_id is required');
+  if (typeof value !== 'string' || !isAppId(value) || [...value].length > MAX_APP_ID_LENGTH) {
+    throw badInput(
+      `app_id must be a string of 1 to ${MAX_APP_ID_LENGTH} characters, without control characters or lone surrogates`,
+    );
+  }
+  return value;
 }

@@ -57,3 +57,5 @@ export const expectCreateFail = (res: Response, status: number) => expectEnvelop
 export const expectQueryFail = (res: Response, status: number) => expectEnvelope(res, status, 64060, 'query fail');
 export const expectEventFail = (res: Response, status: number) => expectEnvelope(res, status, 64064, 'event fail');
 export const expectSecretFail = (res: Response, status: number) => expectEnvelope(res, status, 64065, 'secret fail');
+export const expectApplicationFail = (res: Response, status: number) =>
+  expectEnvelope(res, status, 64066, 'application fail');

@@ -250,6 +250,9 @@ describe('examples/curl.sh', () => {
     expect(filter).toMatch(/"value":\{"webhook_id":\d+,"count":2\}/);
     expect(filter).toContain('"values":["42","43"],"count":2,"next_cursor":null');
     expect(filter).toContain('"value":{"matches":true}');
+    const admin = reply("The platform's administration");
+    expect(admin).toContain('"value":{"app_id":"demo-app-1","retention_days":90,"default":false,"erased":false}');
+    expect(admin).toMatch(/^HTTP\/1\.1 202 Accepted/m);
     expect(run.stdout).not.toMatch(/^HTTP\/1\.1 [45]\d\d/m);
   });
 });

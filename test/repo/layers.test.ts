@@ -8,6 +8,7 @@
 //   events/     events in: publishing, the events queue, the fan-out, the Application object
 //   filters/    content filters' value sets and trials, at the Application object
 //   deliveries/ from an event to the receivers: the Endpoint object, attempts, the log, recovery
+//   applications/ the platform's operations on an application: its retention, its erasure
 //   portal/     serving the application portal's static files with their security headers
 //   src/*.ts    the app, the Cron Trigger, the Worker's entry point
 // Inside a folder, `store/` (SQL only) never imports the handlers beside it.
@@ -16,7 +17,19 @@ import { dirname, join, relative, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 
 const SRC = resolve(__dirname, '../../src');
-const LAYERS = ['core', 'platform', 'http', 'auth', 'webhooks', 'events', 'filters', 'deliveries', 'portal', '.'];
+const LAYERS = [
+  'core',
+  'platform',
+  'http',
+  'auth',
+  'webhooks',
+  'events',
+  'filters',
+  'deliveries',
+  'applications',
+  'portal',
+  '.',
+];
 
 /** Source files by their path relative to src/ (`webhooks/store/rows.ts`), with their text. */
 type Tree = Map<string, string>;

@@ -27,3 +27,13 @@ export function purgeDeliveries(storage: DurableObjectStorage, before: string, l
     return rows;
   });
 }
+
+/** What the endpoint holds (counted before an erasure): its deliveries and their attempts. */
+export function countHeld(sql: SqlStorage): { deliveries: number; attempts: number } {
+  const [row] = sql
+    .exec<{ deliveries: number; attempts: number }>(
+      `SELECT (SELECT COUNT(*) FROM deliveries) AS deliveries, (SELECT COUNT(*) FROM delivery_attempts) AS attempts`,
+    )
+    .toArray();
+  return { deliveries: row?.deliveries ?? 0, attempts: row?.attempts ?? 0 };
+}

@@ -11,3 +11,10 @@ export function rememberEndpoints(sql: SqlStorage, webhookIds: string[]): void {
 export function holdsDeliveries(sql: SqlStorage, webhookId: string): boolean {
   return sql.exec('SELECT 1 FROM endpoints WHERE webhook_id = ?1', webhookId).toArray().length > 0;
 }
+
+/** Every webhook whose endpoint this application ever handed a delivery (erasure, retention changes). */
+export const endpointsHeld = (sql: SqlStorage): string[] =>
+  sql
+    .exec<{ webhook_id: string }>('SELECT webhook_id FROM endpoints')
+    .toArray()
+    .map((r) => r.webhook_id);

@@ -25,3 +25,13 @@ export function oldestEvent(sql: SqlStorage): number | null {
   const [row] = sql.exec<{ at: string | null }>('SELECT MIN(created_at) AS at FROM events').toArray();
   return row?.at == null ? null : Date.parse(row.at);
 }
+
+/** What the application's object holds (counted before an erasure): its events and its value sets' values. */
+export function countHeld(sql: SqlStorage): { events: number; values: number } {
+  const [row] = sql
+    .exec<{ events: number; values: number }>(
+      `SELECT (SELECT COUNT(*) FROM events) + (SELECT COUNT(*) FROM dedupe) AS events, (SELECT COUNT(*) FROM webhook_values) AS "values"`,
+    )
+    .toArray();
+  return { events: row?.events ?? 0, values: row?.values ?? 0 };
+}
