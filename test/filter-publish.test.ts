@@ -3,6 +3,7 @@
 // operator is checked by what the endpoints store after a publish, not only in the matcher.
 import { env, runInDurableObject } from 'cloudflare:test';
 import { afterEach, describe, expect, it, vi } from 'vitest';
+import { appCounts } from './helpers/app-state';
 import { countingDb } from './helpers/database';
 import { applicationOf, applicationSql, deliverDue, deliveriesOfEvent, endpointSql } from './helpers/objects';
 import { consume, EVENTS_QUEUE } from './helpers/queues';
@@ -17,9 +18,9 @@ afterEach(() => {
 
 const ADDRESS = '0x52908400098527886E0F7030069857D2E4169EE7';
 
-/** Publishes one event; returns its id. */
-async function publish(app: string, type: string, data: unknown): Promise<string> {
-  const res = await fetchAndWait({}, eventRequest({ app_id: app, type, data }, bearer(await platformToken())));
+/** Publishes one event (with the source key `id` when given); returns its id. */
+async function publish(app: string, type: string, data: unknown, id?: string): Promise<string> {
+  const res = await fetchAndWait({}, eventRequest({ app_id: app, type, data, id }, bearer(await platformToken())));
   return (await expectValue<{ event_id: string }>(res, 202)).value.event_id;
 }
 
@@ -30,9 +31,8 @@ async function receiversOf(eventId: string, hooks: string[]): Promise<string[]> 
   return got;
 }
 
-/** The deliveries the application's object made, in all. */
-const deliveriesMade = async (app: string) =>
-  (await applicationSql<{ n: number }>(app, 'SELECT COUNT(*) AS n FROM deliveries'))[0]?.n;
+/** The deliveries the application made, in all (as its webhooks' endpoints hold them). */
+const deliveriesMade = async (app: string) => (await appCounts(app)).deliveries;
 
 const patch = async (app: string, body: unknown) =>
   fetchAndWait(
@@ -123,15 +123,16 @@ describe('publishing with filters', () => {
     const plain = await registerWebhook(app, { url: `https://${app}.example.com/p`, event_types: ['NEW_NFT'] });
     const filtered = await registerWebhook(app, { url: `https://${app}.example.com/f`, filter: { 'data.x': 1 } });
     const ids = [
-      await publish(app, 'NEW_NFT', { x: 1 }),
-      await publish(app, 'NEW_NFT', { x: 2 }),
-      await publish(app, 'MOD_NFT', { x: 1 }),
+      await publish(app, 'NEW_NFT', { x: 1 }, 'k1'),
+      await publish(app, 'NEW_NFT', { x: 2 }, 'k2'),
+      await publish(app, 'MOD_NFT', { x: 1 }, 'k3'),
     ];
     const got = [];
     for (const id of ids) got.push(await receiversOf(id, [plain.id, filtered.id]));
     expect(got).toEqual([[plain.id, filtered.id], [plain.id], [filtered.id]]);
-    // Every event is the application's, matched or not (publishing the same id again is one event).
-    expect(await applicationSql(app, 'SELECT COUNT(*) AS n FROM events')).toEqual([{ n: 3 }]);
+    // Every event is the application's, matched or not: publishing the same id again is one event.
+    expect(await applicationSql(app, 'SELECT COUNT(*) AS n FROM dedupe')).toEqual([{ n: 3 }]);
+    expect(await publish(app, 'NEW_NFT', { x: 2 }, 'k2')).toBe(ids[1]);
   });
 
   it('a PATCH or a value set change that has answered applies to every event published after it', async () => {
@@ -188,7 +189,7 @@ describe('publishing with filters', () => {
     expect(result.explicitAcks).toHaveLength(2);
     const events = await applicationSql<{ event_id: string; source_key: string }>(
       app,
-      'SELECT event_id, source_key FROM events ORDER BY source_key',
+      'SELECT event_id, source_key FROM dedupe ORDER BY source_key',
     );
     expect(events.map((e) => e.source_key)).toEqual(['id:q-above', 'id:q-at']);
     expect(await receiversOf(events[0]?.event_id as string, [hook.id])).toEqual([hook.id]);
