@@ -1,5 +1,6 @@
 import type { Context, MiddlewareHandler } from 'hono';
 import { errors, type JWTPayload, jwtVerify } from 'jose';
+import { BEARER_PROTOCOL } from '../core/live';
 import { isReadOnly, scopesOf, WRITE_SCOPE } from '../core/scopes';
 import { isAppId } from '../core/text';
 import type { AppEnv } from '../http/app-env';
@@ -159,19 +160,13 @@ const authenticateWith =
 /** Rejects the request unless its `Authorization` header carries a valid token. */
 export const authenticate = authenticateWith((c) => c.req.header('authorization'));
 
-/**
- * The WebSocket subprotocol that carries a bearer token, `bearer.<token>`: a browser cannot set
- * `Authorization` on a WebSocket, and a URL is no place for a token (logs, history, referrers).
- */
-export const PROTOCOL_BEARER = 'bearer.';
-
 /** The token of a `Sec-WebSocket-Protocol` list's `bearer.<token>` entry, as an `Authorization` value. */
 export function protocolBearer(protocols: string | undefined): string | undefined {
   const entry = protocols
     ?.split(',')
     .map((p) => p.trim())
-    .find((p) => p.startsWith(PROTOCOL_BEARER));
-  return entry === undefined ? undefined : `Bearer ${entry.slice(PROTOCOL_BEARER.length)}`;
+    .find((p) => p.startsWith(BEARER_PROTOCOL));
+  return entry === undefined ? undefined : `Bearer ${entry.slice(BEARER_PROTOCOL.length)}`;
 }
 
 /**

@@ -5,20 +5,13 @@
 // idle page keeps no object awake. A page's `ping` is answered `pong` by the runtime itself,
 // without waking the object.
 import type { Context } from 'hono';
+import { LIVE_PROTOCOL, MAX_WATCHERS, TOO_MANY_REASON, TOO_MANY_WATCHERS } from '../core/live';
 import type { AppEnv } from '../http/app-env';
 import { ApiFailure } from '../http/envelope';
 import { idParam, queryOf } from '../http/params';
 import { sessionStart } from '../http/storage';
 import { inObject } from '../platform/objects';
 import { ownedEndpoint } from './owned';
-
-/** The subprotocol a browser asks for (beside its `bearer.<token>`), and the one answered. */
-export const LIVE_PROTOCOL = 'nft-webhook.live';
-/** Pages one webhook may have watching at once; the next is refused (TOO_MANY_WATCHERS). */
-export const MAX_WATCHERS = 20;
-/** The close code (and reason) that refuses a page past MAX_WATCHERS: it refreshes on its own instead. */
-export const TOO_MANY_WATCHERS = 4429;
-export const TOO_MANY_REASON = 'too many open pages for this webhook';
 
 /** What a watcher is told: deliveries that arrived, or that had attempts or changes recorded. */
 export type LiveChange = 'created' | 'recorded';
