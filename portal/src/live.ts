@@ -2,7 +2,7 @@
 // when the webhook's deliveries change, so the page reads them again at once. A page refused
 // because too many are open refreshes every 10 seconds instead; a lost connection is opened again,
 // after 1, 2, 4 ... up to 30 seconds, and the page then reads what it missed.
-import { useEffect, useState } from 'hono/jsx/dom';
+import { useEffect, useRef, useState } from 'hono/jsx/dom';
 import { TOO_MANY_WATCHERS } from '../../src/core/live';
 import { liveSocket } from './api';
 
@@ -19,7 +19,12 @@ const GATHER_MS = 200;
 /** Watches webhook `id`'s deliveries (none while null) while the page is open; `changed` when they changed. */
 export function useLive(id: string | null, changed: () => void): LiveState {
   const [state, setState] = useState<LiveState>('connecting');
+  const running = useRef<(() => void) | null>(null);
   useEffect(() => {
+    // hono/jsx/dom can run an effect twice for one change of its deps (two renders committed at
+    // once): a watcher this page still holds is stopped first, so it never holds two.
+    running.current?.();
+    running.current = null;
     if (id === null) return;
     let socket: WebSocket | null = null;
     let stopped = false;
@@ -62,7 +67,7 @@ export function useLive(id: string | null, changed: () => void): LiveState {
       };
     };
     connect();
-    return () => {
+    const stop = () => {
       stopped = true;
       clearTimeout(retry);
       clearTimeout(gather);
@@ -70,6 +75,8 @@ export function useLive(id: string | null, changed: () => void): LiveState {
       clearInterval(poll);
       socket?.close(1000, 'page left');
     };
+    running.current = stop;
+    return stop;
   }, [id]);
   return state;
 }

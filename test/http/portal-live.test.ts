@@ -94,7 +94,7 @@ describe('the portal: live deliveries', () => {
     const path = `/${app}`;
     receiver.answer(path, (n) => ({ status: n === 1 ? 500 : 200 }));
     const id = await register(app, path);
-    const { page } = await openEndpoint(await tokenFor(app), id);
+    const { page, record } = await openEndpoint(await tokenFor(app), id);
     await page.getByText('No deliveries.').waitFor();
     await page.evaluate(() => {
       (window as unknown as { unchanged: boolean }).unchanged = true;
@@ -115,7 +115,8 @@ describe('the portal: live deliveries', () => {
     expect(succeeded - (second?.at as number)).toBeLessThan(2_000);
 
     expect(await rowsOf(page).count()).toBe(1);
-    // The same document all along: nothing reloaded it.
+    // One connection all along, and the same document: nothing reloaded it.
+    expect(record.sockets.length).toBe(1);
     expect(await page.evaluate(() => (window as unknown as { unchanged?: boolean }).unchanged)).toBe(true);
     const [logged] = await api.deliveries(app, id);
     expect(logged).toMatchObject({ event_id: eventId, status: 'succeeded', attempts: 2, last_status: 200 });
