@@ -6,11 +6,11 @@
 import { evictDurableObject, runInDurableObject, SELF } from 'cloudflare:test';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { LIVE_PATH } from '../src/deliveries/routes';
-import { endpointOf, storedAttempts, storedDelivery } from './helpers/objects';
+import { endpointOf, endpointSql, storedAttempts, storedDelivery } from './helpers/objects';
 import { receiver } from './helpers/receiver';
-import { expectInvalidToken, expectQueryFail } from './helpers/replies';
-import { ORIGIN, publishEvent, registerWebhook } from './helpers/requests';
-import { freshApp, tokenFor } from './helpers/tokens';
+import { expectInvalidToken, expectQueryFail, expectValue } from './helpers/replies';
+import { ORIGIN, postJson, publishEvent, registerWebhook } from './helpers/requests';
+import { bearer, freshApp, tokenFor } from './helpers/tokens';
 
 const PROTOCOL = 'nft-webhook.live';
 
@@ -188,6 +188,30 @@ describe('live deliveries: what the object tells', () => {
     expect(watcher.closed).toEqual([]);
     const stored = await storedDelivery(id, deliveryId);
     expect(stored).toMatchObject({ status: 'pending', attempts: 1, last_status: 500 });
+  });
+
+  it('a recovery tells which deliveries are pending again', async () => {
+    const app = freshApp();
+    const id = await register(app);
+    receiver(() => new Response(null, { status: 500 }));
+    const token = await tokenFor(app);
+    const watcher = await watch(id, token);
+    const { deliveryIds } = await publishEvent(app);
+    const deliveryId = deliveryIds[0] as string;
+    await until('the created and recorded messages', () => parsed(watcher.messages).length >= 2);
+    // Its retries run out (as if): failed, then recovered.
+    await runInDurableObject(endpointOf(id), (_, state) => state.storage.deleteAlarm());
+    await endpointSql(id, `UPDATE deliveries SET status = 'failed', next_attempt_at = NULL`);
+    const since = new Date(Date.now() - 3_600_000).toISOString();
+    const { res } = await postJson('recover', { webhook_id: id, since }, bearer(token));
+    expect((await expectValue<{ deliveries: number }>(res, 202)).value).toEqual({ deliveries: 1 });
+    await until('the recovery message', () => parsed(watcher.messages).length >= 3);
+    expect(watcher.messages.filter((m) => m !== 'pong')[2]).toBe(
+      `{"change":"recorded","delivery_ids":[${deliveryId}]}`,
+    );
+    // Attempted again at once (and told), while the receiver still answers.
+    await until('the attempt after the recovery', () => parsed(watcher.messages).length >= 4);
+    expect(await storedDelivery(id, deliveryId)).toMatchObject({ status: 'pending', attempts: 2 });
   });
 
   it("another webhook's watchers hear nothing of it", async () => {

@@ -9,7 +9,6 @@ import { LIVE_PROTOCOL, MAX_WATCHERS, TOO_MANY_REASON, TOO_MANY_WATCHERS } from 
 import type { AppEnv } from '../http/app-env';
 import { ApiFailure } from '../http/envelope';
 import { idParam, queryOf } from '../http/params';
-import { sessionStart } from '../http/storage';
 import { inObject } from '../platform/objects';
 import { ownedEndpoint } from './owned';
 
@@ -27,8 +26,8 @@ export async function watchDeliveries(c: Context<AppEnv>): Promise<Response> {
   }
   const webhookId = idParam(queryOf(c.req.url));
   c.set('webhookId', webhookId);
-  const start = sessionStart(c.req.header('x-d1-bookmark'));
-  const endpoint = await ownedEndpoint(c, webhookId, { start });
+  // A browser's WebSocket sends no bookmark: the primary, so a webhook just made is found.
+  const endpoint = await ownedEndpoint(c, webhookId);
   // Only the upgrade goes on: no token, no header of the client's.
   const upgrade = new Request('https://endpoint/live', { headers: { upgrade: 'websocket' } });
   const res = await inObject(() => endpoint.fetch(upgrade));
