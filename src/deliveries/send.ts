@@ -72,7 +72,7 @@ export async function sendDue(
   }
   // A webhook deleted or disabled since: its deliveries end, cancelled, without a request.
   if (!sendable(webhook)) {
-    record(endpoint, [], due.map(cancelled));
+    recordAndTell(endpoint, [], due.map(cancelled));
     return nextDue(storage.sql, ordering.fifo);
   }
   // FIFO: its head only, when it is due (ended deliveries let the next one be the head).
@@ -84,7 +84,7 @@ export async function sendDue(
   // Cannot sign: the deliveries wait, neither attempted nor counted against any rate.
   const secretKeys = await prepareSigning(env, webhookId, webhook);
   if (secretKeys === null) {
-    record(
+    recordAndTell(
       endpoint,
       [],
       due.map((d) => waiting(d, now)),
@@ -105,16 +105,16 @@ export async function sendDue(
   const dispatched = await dispatchAll(due, { secretKeys, origins, config, fetcher, gate, webhookId });
 
   // Record: attempts and states here, the webhook's health in D1.
-  const passRecord = recordOf(dispatched, config, Date.now());
-  record(endpoint, passRecord.attempts, passRecord.changes);
-  await recordHealth(env, webhookId, webhook.failing_since, passRecord);
+  const record = recordOf(dispatched, config, Date.now());
+  recordAndTell(endpoint, record.attempts, record.changes);
+  await recordHealth(env, webhookId, webhook.failing_since, record);
   // The service disabled the webhook: the next pass reads it again (and cancels what is left).
-  if (passRecord.disable.length > 0) endpoint.notices.changes++;
+  if (record.disable.length > 0) endpoint.notices.changes++;
   return gate.heldUntil() ?? nextDue(storage.sql, ordering.fifo);
 }
 
 /** Records attempts and new states in the object; the endpoint's watchers hear which deliveries changed. */
-function record(endpoint: EndpointState, attempts: AttemptRecord[], changes: DeliveryChange[]): void {
+function recordAndTell(endpoint: EndpointState, attempts: AttemptRecord[], changes: DeliveryChange[]): void {
   recordDeliveries(endpoint.storage, attempts, changes);
   endpoint.recorded?.(changes.map((c) => c.delivery_id));
 }
