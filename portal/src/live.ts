@@ -13,8 +13,13 @@ const POLL_MS = 10_000;
 /** A ping now and then keeps the connection from looking idle (the service answers it without waking). */
 const PING_MS = 30_000;
 const MAX_BACKOFF_MS = 30_000;
-/** Messages that come together make one read. */
+/** Messages that come together make one read: the first waits this long for the others... */
 const GATHER_MS = 200;
+/**
+ * ... and reads are at least this far apart: a busy endpoint's page reads the log and the stats
+ * at most once a second (two calls, which count against the application's rate limit).
+ */
+const READ_EVERY_MS = 1_000;
 
 /** Watches webhook `id`'s deliveries (none while null) while the page is open; `changed` when they changed. */
 export function useLive(id: string | null, changed: () => void): LiveState {
@@ -33,11 +38,16 @@ export function useLive(id: string | null, changed: () => void): LiveState {
     let gather: ReturnType<typeof setTimeout> | undefined;
     let ping: ReturnType<typeof setInterval> | undefined;
     let poll: ReturnType<typeof setInterval> | undefined;
+    let readAt = 0;
     const tell = () => {
-      gather ??= setTimeout(() => {
-        gather = undefined;
-        changed();
-      }, GATHER_MS);
+      gather ??= setTimeout(
+        () => {
+          gather = undefined;
+          readAt = Date.now();
+          changed();
+        },
+        Math.max(GATHER_MS, readAt + READ_EVERY_MS - Date.now()),
+      );
     };
     const connect = () => {
       const ws = liveSocket(id);
