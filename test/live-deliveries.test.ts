@@ -123,6 +123,8 @@ describe('live deliveries: the upgrade', () => {
     sockets.push(header.webSocket as WebSocket);
     const count = await runInDurableObject(endpointOf(id), (_, state) => state.getWebSockets().length);
     expect(count).toBe(3);
+    // Watching sets no alarm: nothing wakes the object for its watchers.
+    expect(await runInDurableObject(endpointOf(id), (_, state) => state.storage.getAlarm())).toBeNull();
   });
 
   it('accepts 20 watchers of a webhook; the 21st is closed with 4429, and may come once one has left', async () => {
