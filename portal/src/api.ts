@@ -1,6 +1,8 @@
 // The portal's client of this service's JSON API: the token from the link, the calls (same origin
-// only, the token as Authorization: Bearer), exact int64 ids, and the service's reasons.
+// only, the token as Authorization: Bearer), exact int64 ids, and the service's reasons; and the
+// live deliveries' WebSocket (the token in a subprotocol).
 
+import { BEARER_PROTOCOL, LIVE_PROTOCOL } from '../../src/core/live';
 import { isReadOnly, scopesOf } from '../../src/core/scopes';
 import { objectTextAt } from './json-text';
 
@@ -181,6 +183,17 @@ export async function call<T>(
     Object.assign(value, { filter_text: objectTextAt(text, 'filter') });
   }
   return value as T;
+}
+
+/**
+ * A WebSocket to this origin that tells of the webhook's new deliveries and attempts. A browser
+ * cannot set Authorization on a WebSocket: the token goes as the `bearer.<token>` subprotocol,
+ * never in the URL.
+ */
+export function liveSocket(webhookId: string): WebSocket {
+  const scheme = location.protocol === 'https:' ? 'wss:' : 'ws:';
+  const url = `${scheme}//${location.host}/v1.0/app/nft/webhook/delivery/live?webhook_id=${encodeURIComponent(webhookId)}`;
+  return new WebSocket(url, token === null ? [LIVE_PROTOCOL] : [LIVE_PROTOCOL, `${BEARER_PROTOCOL}${token}`]);
 }
 
 export interface Webhook {

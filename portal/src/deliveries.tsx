@@ -1,7 +1,9 @@
 // The endpoint's deliveries: the table "Deliveries", newest first, with its Status and Event type
-// filters and Load more; while a delivery of the first page is pending, it looks again.
+// filters and Load more; read again when the live connection (live.ts) says they changed and,
+// while it is not live and a delivery of the first page is pending, every 2 seconds.
 import { useEffect, useState } from 'hono/jsx/dom';
 import { call, type Delivery, type EventType } from './api';
+import { LIVE_TEXT, type LiveState } from './live';
 import { paths } from './router';
 import { ErrorText, Link, Time, usePages } from './ui';
 
@@ -16,7 +18,17 @@ interface DeliveryPage {
   next_cursor: string | null;
 }
 
-export function Deliveries({ id, version, catalog }: { id: string; version: number; catalog: EventType[] }) {
+export function Deliveries({
+  id,
+  version,
+  catalog,
+  live,
+}: {
+  id: string;
+  version: number;
+  catalog: EventType[];
+  live: LiveState;
+}) {
   const [status, setStatus] = useState('');
   const [type, setType] = useState('');
   const [refresh, setRefresh] = useState(0);
@@ -29,8 +41,9 @@ export function Deliveries({ id, version, catalog }: { id: string; version: numb
   useEffect(() => {
     load(null);
   }, [id, status, type, version, refresh]);
-  // While a delivery of the first page is pending, the page looks again every 2 seconds.
-  const pending = rows.some((r) => r.status === 'pending');
+  // While a delivery of the first page is pending and no live connection tells of its attempts,
+  // the page looks again every 2 seconds.
+  const pending = live !== 'live' && rows.some((r) => r.status === 'pending');
   useEffect(() => {
     if (!pending) return;
     const timer = setTimeout(() => setRefresh((n) => n + 1), 2000);
@@ -42,6 +55,9 @@ export function Deliveries({ id, version, catalog }: { id: string; version: numb
   return (
     <section aria-labelledby="deliveries-title" class="panel">
       <h2 id="deliveries-title">Deliveries</h2>
+      <p class="hint" data-live={live}>
+        {LIVE_TEXT[live]}
+      </p>
       <div class="filters">
         <label>
           Status

@@ -1,6 +1,6 @@
 // The endpoint's page: what it is (endpoint-facts), the controls that change it (endpoint-actions,
 // with its dialogs and forms; none on a read-only link), the edit form, its value set (value-set),
-// its health and its deliveries (deliveries).
+// its health and its deliveries (deliveries), both read again as the live connection (live.ts) tells.
 import { useEffect, useState } from 'hono/jsx/dom';
 import { call, type EventType, eventTypes, stringifyJson, type Webhook } from './api';
 import { Deliveries } from './deliveries';
@@ -8,6 +8,7 @@ import { EndpointActions, useActions } from './endpoint-actions';
 import { EndpointFacts } from './endpoint-facts';
 import { type EndpointFields, EndpointForm } from './endpoint-form';
 import { Health } from './health';
+import { useLive } from './live';
 import { paths } from './router';
 import { ErrorText, Heading, Link, Notice } from './ui';
 import { ValueSet } from './value-set';
@@ -20,6 +21,9 @@ export function EndpointPage({ id, readOnly }: { id: string; readOnly: boolean }
   // Moves on when deliveries are on their way: the health and the deliveries are read again.
   const [version, setVersion] = useState(0);
   const { notice, setNotice, actionError, setActionError, act } = useActions();
+  // New deliveries and attempts, as they happen (once the webhook is known to be the
+  // application's): the health and the deliveries are read again.
+  const live = useLive(webhook === null ? null : id, () => setVersion((v) => v + 1));
 
   useEffect(() => {
     call<Webhook>('GET', 'webhook', { query: { webhook_id: id } }).then(setWebhook, setError);
@@ -87,7 +91,7 @@ export function EndpointPage({ id, readOnly }: { id: string; readOnly: boolean }
 
       <ValueSet id={id} readOnly={readOnly} />
       <Health id={id} version={version} />
-      <Deliveries id={id} version={version} catalog={catalog} />
+      <Deliveries id={id} version={version} catalog={catalog} live={live} />
     </main>
   );
 }

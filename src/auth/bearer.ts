@@ -1,5 +1,6 @@
-import type { MiddlewareHandler } from 'hono';
+import type { Context, MiddlewareHandler } from 'hono';
 import { errors, type JWTPayload, jwtVerify } from 'jose';
+import { BEARER_PROTOCOL } from '../core/live';
 import { isReadOnly, scopesOf, WRITE_SCOPE } from '../core/scopes';
 import { isAppId } from '../core/text';
 import type { AppEnv } from '../http/app-env';
@@ -134,22 +135,47 @@ export async function verifyToken(token: string, config: AuthConfig): Promise<Id
   return identity;
 }
 
-/** Rejects the request unless it carries a valid token; sets `appId`, `jti` and `scopes` on the context. */
-export const authenticate: MiddlewareHandler<AppEnv> = async (c, next) => {
-  const config = await authConfig(c.env);
-  let identity: Identity;
-  try {
-    identity = await verifyToken(bearerToken(c.req.header('authorization')), config);
-  } catch (err) {
-    if (err instanceof ApiFailure && err.options.code === Code.invalidToken) throw await authFailure(c, err);
-    throw err;
-  }
-  const { appId, jti, scopes } = identity;
-  c.set('appId', appId);
-  c.set('jti', jti);
-  c.set('scopes', scopes);
-  await next();
-};
+/**
+ * A middleware that rejects the request unless the `Authorization` value that `sent` finds in it
+ * carries a valid token; it sets `appId`, `jti` and `scopes` on the context.
+ */
+const authenticateWith =
+  (sent: (c: Context<AppEnv>) => string | undefined): MiddlewareHandler<AppEnv> =>
+  async (c, next) => {
+    const config = await authConfig(c.env);
+    let identity: Identity;
+    try {
+      identity = await verifyToken(bearerToken(sent(c)), config);
+    } catch (err) {
+      if (err instanceof ApiFailure && err.options.code === Code.invalidToken) throw await authFailure(c, err);
+      throw err;
+    }
+    const { appId, jti, scopes } = identity;
+    c.set('appId', appId);
+    c.set('jti', jti);
+    c.set('scopes', scopes);
+    await next();
+  };
+
+/** Rejects the request unless its `Authorization` header carries a valid token. */
+export const authenticate = authenticateWith((c) => c.req.header('authorization'));
+
+/** The token of a `Sec-WebSocket-Protocol` list's `bearer.<token>` entry, as an `Authorization` value. */
+export function protocolBearer(protocols: string | undefined): string | undefined {
+  const entry = protocols
+    ?.split(',')
+    .map((p) => p.trim())
+    .find((p) => p.startsWith(BEARER_PROTOCOL));
+  return entry === undefined ? undefined : `Bearer ${entry.slice(BEARER_PROTOCOL.length)}`;
+}
+
+/**
+ * For a WebSocket upgrade: the token of its `Authorization` header or, from a browser, of its
+ * `bearer.<token>` subprotocol, verified by the same rules.
+ */
+export const authenticateSocket = authenticateWith(
+  (c) => c.req.header('authorization') ?? protocolBearer(c.req.header('sec-websocket-protocol')),
+);
 
 /**
  * After `authenticate`: rejects a valid token whose scopes lack `scope` with 403 and the RFC 6750

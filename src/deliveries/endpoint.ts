@@ -13,6 +13,7 @@ import { nextDeliveryId } from '../events/store/delivery-ids';
 import { startWithSchema } from '../platform/object-schema';
 import { eraseStorage, keepRetention, retentionOf } from '../platform/object-settings';
 import { allowedOrigins } from '../webhooks/url';
+import { acceptWatcher, answerPings, tellWatchers, watcherClosed } from './live';
 import { sendPlatformDue } from './platform';
 import { WAIT_SECONDS } from './schedule';
 import { type Notices, type Ordering, type SendSettings, sendDue } from './send';
@@ -61,6 +62,23 @@ export class Endpoint extends DurableObject<CloudflareBindings> {
     super(ctx, env);
     // Its tables at this release's version before any call or alarm reaches it.
     startWithSchema(ctx, ENDPOINT_SCHEMA);
+    answerPings(ctx);
+  }
+
+  /** A page watching the deliveries (live.ts): the upgrade, once the Worker has checked its token. */
+  override async fetch(): Promise<Response> {
+    return acceptWatcher(this.ctx);
+  }
+
+  /** A watcher's message other than `ping` (which the runtime answers): nothing to do. */
+  override async webSocketMessage(): Promise<void> {}
+
+  override async webSocketClose(ws: WebSocket): Promise<void> {
+    watcherClosed(ws);
+  }
+
+  override async webSocketError(ws: WebSocket): Promise<void> {
+    watcherClosed(ws);
   }
 
   /**
@@ -73,7 +91,14 @@ export class Endpoint extends DurableObject<CloudflareBindings> {
       if (retentionDays !== undefined) keepRetention(this.ctx.storage, retentionDays);
       return insertDeliveries(this.ctx.storage.sql, deliveries);
     });
-    if (added > 0) await this.workArrived(Date.now());
+    if (added > 0) {
+      tellWatchers(
+        this.ctx,
+        'created',
+        deliveries.map((d) => d.delivery_id),
+      );
+      await this.workArrived(Date.now());
+    }
   }
 
   /**
@@ -104,9 +129,10 @@ export class Endpoint extends DurableObject<CloudflareBindings> {
 
   /** Failed deliveries created in [since, until) attempted again, on a fresh schedule. Returns how many. */
   async recover(since: string, until: string, now: string): Promise<number> {
-    const count = recoverDeliveries(this.ctx.storage.sql, since, until, now);
-    if (count > 0) await this.workArrived(Date.now());
-    return count;
+    const recovered = recoverDeliveries(this.ctx.storage.sql, since, until, now);
+    tellWatchers(this.ctx, 'recorded', recovered);
+    if (recovered.length > 0) await this.workArrived(Date.now());
+    return recovered.length;
   }
 
   /**
@@ -198,7 +224,8 @@ export class Endpoint extends DurableObject<CloudflareBindings> {
     }
     const { config } = settings;
     const { schedule, notices, ordering } = this;
-    const endpoint = { webhookId, storage: this.ctx.storage, schedule, notices, ordering };
+    const recorded = (ids: string[]) => tellWatchers(this.ctx, 'recorded', ids);
+    const endpoint = { webhookId, storage: this.ctx.storage, schedule, notices, ordering, recorded };
     let next: number | null = null;
     this.passing = true;
     this.arrived = false;

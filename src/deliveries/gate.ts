@@ -23,7 +23,7 @@ export interface Ordering {
 
 /**
  * The endpoint a pass sends to: its webhook, its storage, its send rate's schedule, its notices,
- * its ordering as last read.
+ * its ordering as last read, and who hears of what it records.
  */
 export interface EndpointState {
   webhookId: string;
@@ -31,6 +31,8 @@ export interface EndpointState {
   schedule: SendSchedule;
   notices: Notices;
   ordering: Ordering;
+  /** Told the deliveries whose attempts or new states a pass recorded (the object's watchers). */
+  recorded?: (deliveryIds: string[]) => void;
 }
 
 /** A host's start slots handed to a pass, and when the host has room again beyond them (ms). */

@@ -1,10 +1,11 @@
 import type { HonoBase } from 'hono/hono-base';
-import { authenticate, requireWrite } from '../auth/bearer';
+import { authenticate, authenticateSocket, requireWrite } from '../auth/bearer';
 import { deliverySettingsChecked } from '../events/fail-closed';
 import type { AppEnv } from '../http/app-env';
 import { Code } from '../http/envelope';
 import { limitApplication } from '../http/limits';
 import { mountPath } from '../http/operations';
+import { watchDeliveries } from './live';
 import { readDeliveries } from './log';
 import { recover } from './recover';
 import { resend } from './resend';
@@ -16,10 +17,12 @@ export const TEST_EVENT_PATH = '/v1.0/app/nft/webhook/test';
 export const RECOVER_PATH = '/v1.0/app/nft/webhook/recover';
 export const RESEND_PATH = '/v1.0/app/nft/webhook/delivery/resend';
 export const STATS_PATH = '/v1.0/app/nft/webhook/stats';
+export const LIVE_PATH = '/v1.0/app/nft/webhook/delivery/live';
 
 /**
- * What an application does with its deliveries: read the log and the stats, send a test event,
- * resend a delivery, recover failures (the last three only with a token that may write).
+ * What an application does with its deliveries: read the log and the stats, watch them live (a
+ * WebSocket), send a test event, resend a delivery, recover failures (the last three only with a
+ * token that may write).
  */
 export function mountDeliveries(app: HonoBase<AppEnv>) {
   const guarded = [authenticate, limitApplication];
@@ -40,5 +43,9 @@ export function mountDeliveries(app: HonoBase<AppEnv>) {
   });
   mountPath(app, STATS_PATH, {
     GET: { name: 'stats', code: Code.queryFail, handlers: [...guarded, readStats] },
+  });
+  // A browser's WebSocket carries its token in a subprotocol (authenticateSocket), never in the URL.
+  mountPath(app, LIVE_PATH, {
+    GET: { name: 'live', code: Code.queryFail, handlers: [authenticateSocket, limitApplication, watchDeliveries] },
   });
 }

@@ -17,7 +17,15 @@ import { dispatchAll, prepareSigning } from './dispatch';
 import { type EndpointState, hostSlots, openGate, sendable } from './gate';
 import { type PassRecord, recordOf } from './record';
 import { cancelled, waiting } from './schedule';
-import { type DueDelivery, dueDeliveries, headDelivery, nextDue, recordDeliveries } from './store/sending';
+import {
+  type AttemptRecord,
+  type DeliveryChange,
+  type DueDelivery,
+  dueDeliveries,
+  headDelivery,
+  nextDue,
+  recordDeliveries,
+} from './store/sending';
 
 export type { EndpointState, Notices, Ordering } from './gate';
 
@@ -65,7 +73,7 @@ export async function sendDue(
   }
   // A webhook deleted or disabled since: its deliveries end, cancelled, without a request.
   if (!sendable(webhook)) {
-    recordDeliveries(storage, [], due.map(cancelled));
+    recordAndTell(endpoint, [], due.map(cancelled));
     return nextDue(storage.sql, ordering.fifo);
   }
   // FIFO: its head only, when it is due (ended deliveries let the next one be the head).
@@ -77,8 +85,8 @@ export async function sendDue(
   // Cannot sign: the deliveries wait, neither attempted nor counted against any rate.
   const secretKeys = await prepareSigning(env, webhookId, webhook);
   if (secretKeys === null) {
-    recordDeliveries(
-      storage,
+    recordAndTell(
+      endpoint,
       [],
       due.map((d) => waiting(d, now)),
     );
@@ -99,13 +107,19 @@ export async function sendDue(
 
   // Record: attempts and states here, the webhook's health in D1.
   const record = recordOf(dispatched, config, Date.now());
-  recordDeliveries(storage, record.attempts, record.changes);
+  recordAndTell(endpoint, record.attempts, record.changes);
   const disabledBy = await recordHealth(env, webhookId, webhook.failing_since, record);
   // The service disabled the webhook: the next pass reads it again (and cancels what is left).
   if (record.disable.length > 0) endpoint.notices.changes++;
   // Operational events: what this pass did to the endpoint, told in its application's stream.
   await tellAfterPass(storage, env, webhookId, webhook, dispatched, disabledBy);
   return gate.heldUntil() ?? nextDue(storage.sql, ordering.fifo);
+}
+
+/** Records attempts and new states in the object; the endpoint's watchers hear which deliveries changed. */
+function recordAndTell(endpoint: EndpointState, attempts: AttemptRecord[], changes: DeliveryChange[]): void {
+  recordDeliveries(endpoint.storage, attempts, changes);
+  endpoint.recorded?.(changes.map((c) => c.delivery_id));
 }
 
 /** A FIFO endpoint's due deliveries: its head when it is due, else none. */

@@ -22,7 +22,8 @@ const SOURCE =
 
 /**
  * The Content-Security-Policy of every portal reply. Scripts, styles and connections: this origin
- * only (no inline script or style, no eval); no plugin, no <base>; forms post here; Trusted Types
+ * only (no inline script or style, no eval; `connect-src 'self'` admits the live deliveries'
+ * WebSocket, ws: or wss: to this host, as CSP Level 3 reads it); no plugin, no <base>; forms post here; Trusted Types
  * enforced (no string ever reaches an HTML sink). `frame-ancestors` is PORTAL_FRAME_ANCESTORS
  * (space-separated sources), 'none' when it is empty; anything else in it fails closed.
  */

@@ -1,8 +1,8 @@
 // Global setup of the `http` test project: the real Worker under `wrangler dev`, on a free
 // loopback port, with a local D1 of its own (in a temporary folder) made by the real migrations
 // (the post-deploy ones included) and seeded like `npm start`'s, its local queues and its Cron Trigger (run on request). Webhooks
-// may point at three local receivers: those the tests start on `receiverPort` and
-// `portalReceiverPort` (free, chosen here, before wrangler starts), and the README's
+// may point at four local receivers: those the tests start on `receiverPort`, `portalReceiverPort`
+// and `liveReceiverPort` (free, chosen here, before wrangler starts), and the README's
 // `npm run receiver` on 8790. Everything it starts is stopped in
 // teardown.
 import { type ChildProcess, execFile, spawn, spawnSync } from 'node:child_process';
@@ -27,6 +27,8 @@ declare module 'vitest' {
     receiverPort: number;
     /** Another such port, for the portal's browser tests (test files run at once: one receiver each). */
     portalReceiverPort: number;
+    /** A third, for the browser tests of live deliveries. */
+    liveReceiverPort: number;
   }
 }
 
@@ -278,7 +280,8 @@ export default async function setup(project: TestProject) {
   const secret = randomBytes(32).toString('base64url');
   const receiverPort = await freePort();
   const portalReceiverPort = await freePort();
-  const allowedOrigins = [receiverPort, portalReceiverPort, README_RECEIVER_PORT]
+  const liveReceiverPort = await freePort();
+  const allowedOrigins = [receiverPort, portalReceiverPort, liveReceiverPort, README_RECEIVER_PORT]
     .map((p) => `http://127.0.0.1:${p}`)
     .join(' ');
   // Every setting is given here, so a developer's .dev.vars cannot change the tests.
@@ -300,6 +303,7 @@ export default async function setup(project: TestProject) {
   project.provide('logFile', logFile);
   project.provide('receiverPort', receiverPort);
   project.provide('portalReceiverPort', portalReceiverPort);
+  project.provide('liveReceiverPort', liveReceiverPort);
   return teardown;
 }
 

@@ -191,17 +191,18 @@ export function recordDeliveries(
 
 /**
  * Makes every `failed` delivery created in [since, until) pending again, due `now`, with the retry
- * schedule starting over (attempts keep counting). Returns how many.
+ * schedule starting over (attempts keep counting). Returns their ids.
  */
-export function recoverDeliveries(sql: SqlStorage, since: string, until: string, now: string): number {
+export function recoverDeliveries(sql: SqlStorage, since: string, until: string, now: string): string[] {
   return sql
-    .exec(
+    .exec<{ id: string }>(
       `UPDATE deliveries SET status = 'pending', schedule_start = attempts, next_attempt_at = ?3
        WHERE status = 'failed' AND created_at >= ?1 AND created_at < ?2
-       RETURNING delivery_id`,
+       RETURNING CAST(delivery_id AS TEXT) AS id`,
       since,
       until,
       now,
     )
-    .toArray().length;
+    .toArray()
+    .map((r) => r.id);
 }
