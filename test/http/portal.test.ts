@@ -191,13 +191,14 @@ describe('the portal in a browser', () => {
     await button(page, 'Add endpoint').click();
     await page.getByRole('textbox', { name: 'Endpoint URL' }).fill('https://10.0.0.1/hooks');
     await button(page, 'Create').click();
-    // The service's reason (its X-Error-Detail), by the form. This run allows local receivers'
-    // origins, so the reason names that setting too.
+    // The service's reason (its X-Error-Detail), by the form, in the application's terms: this run
+    // allows local receivers' origins, and the reason says so without naming the server's setting.
     const alert = page.locator('form').getByRole('alert').filter({ hasText: 'HTTP 400' });
     await alert.waitFor();
     expect(await alert.textContent()).toBe(
-      'url origin https://10.0.0.1 is not in WEBHOOK_URL_ALLOWED_ORIGINS, and without it the url host is not a public address (HTTP 400)',
+      'url host is not a public address: https://10.0.0.1 is not one of the local receivers this service is set up to reach (HTTP 400)',
     );
+    expect(await page.locator('main').textContent()).not.toContain('WEBHOOK_URL_ALLOWED_ORIGINS');
     const url = receiver.url('/add');
     await page.getByRole('textbox', { name: 'Endpoint URL' }).fill(url);
     await button(page, 'Create').click();
