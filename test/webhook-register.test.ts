@@ -39,6 +39,9 @@ describe('POST /v1.0/app/nft/webhook', () => {
       ordering: null,
       created_at: expect.stringMatching(ISO_UTC),
       updated_at: value.created_at,
+      disabled_reason: null,
+      disabled_at: null,
+      failing_since: null,
       secret: expect.stringMatching(/^whsec_[A-Za-z0-9+/]{43}=$/),
     });
     const row = await webhookRow(id);
@@ -62,7 +65,14 @@ describe('POST /v1.0/app/nft/webhook', () => {
       actor_jti: 'j-1',
       request_id: 'req-create-1',
     });
-    expect(JSON.parse(audit[0]!.row_before)).toEqual({ ...row, webhook_id: Number(id), filter: null, ordering: null });
+    expect(JSON.parse(audit[0]!.row_before)).toEqual({
+      ...row,
+      webhook_id: Number(id),
+      filter: null,
+      ordering: null,
+      disabled_reason: null,
+      disabled_at: null,
+    });
   });
 
   it('registers a disabled webhook when is_enabled is false, and ignores unknown fields', async () => {
@@ -73,7 +83,13 @@ describe('POST /v1.0/app/nft/webhook', () => {
     );
     const { value } = await expectValue<Webhook>(res, 201);
     expect(value.is_enabled).toBe(false);
+    // Disabled by the application, since it was registered.
+    expect(value).toMatchObject({ disabled_reason: 'application', disabled_at: value.created_at });
     expect(await webhookRow(String(value.webhook_id))).toMatchObject({ app_id: app, is_enabled: 0 });
+    const stored = await env.DB.prepare('SELECT disabled_reason, disabled_at FROM webhooks WHERE webhook_id = ?1')
+      .bind(value.webhook_id)
+      .first();
+    expect(stored).toEqual({ disabled_reason: 'application', disabled_at: value.created_at });
   });
 
   it.each([

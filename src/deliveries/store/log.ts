@@ -91,7 +91,7 @@ export function eventOf(
   return row ?? null;
 }
 
-/** One hour's counters: deliveries created in it by their status now, attempts made in it. */
+/** One hour's counters: deliveries created in it by their status now, attempts made in it and how many of them failed. */
 export interface HourCounts {
   hour: string;
   pending: number;
@@ -99,13 +99,14 @@ export interface HourCounts {
   failed: number;
   cancelled: number;
   attempts: number;
+  failed_attempts: number;
 }
 
 /** The counters of every hour from `since` (the start of an hour, `2026-11-24T14:00:00Z`) on. */
 export function readHourCounts(sql: SqlStorage, since: string): HourCounts[] {
   return sql
     .exec<HourCounts & Record<string, SqlStorageValue>>(
-      `SELECT hour, pending, succeeded, failed, cancelled, attempts FROM delivery_stats WHERE hour >= ?1 ORDER BY hour`,
+      `SELECT hour, pending, succeeded, failed, cancelled, attempts, failed_attempts FROM delivery_stats WHERE hour >= ?1 ORDER BY hour`,
       since,
     )
     .toArray();
