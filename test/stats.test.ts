@@ -142,7 +142,9 @@ describe('GET /v1.0/app/nft/webhook/stats', () => {
     );
     await expectValue(recover, 202);
     await deliverDue(id);
-    expect((await stats(app, id)).last_24h).toEqual(counts({ succeeded: 1, pending: 2, attempts: 5, failed_attempts: 4 }));
+    expect((await stats(app, id)).last_24h).toEqual(
+      counts({ succeeded: 1, pending: 2, attempts: 5, failed_attempts: 4 }),
+    );
     // A cancelled delivery counts too (the service cancels a pending one whose webhook went away).
     await endpointSql(
       id,
@@ -166,7 +168,13 @@ describe('GET /v1.0/app/nft/webhook/stats', () => {
     await insertDelivery(app, id, ago(8 * 24 * HOUR), 'succeeded');
     const s = await stats(app, id);
     expect(s.hourly.map((h) => h.hour)).toEqual(Array.from({ length: 24 }, (_, i) => hourOf(now - (23 - i) * HOUR)));
-    expect(s.hourly[20]).toEqual({ hour: hourOf(now - 3 * HOUR), succeeded: 1, failed: 1, attempts: 0, failed_attempts: 0 });
+    expect(s.hourly[20]).toEqual({
+      hour: hourOf(now - 3 * HOUR),
+      succeeded: 1,
+      failed: 1,
+      attempts: 0,
+      failed_attempts: 0,
+    });
     // The delivery of 23 hours and a second ago is in the window's first hour, unless this hour
     // began less than a second ago.
     const inWindow = hourOf(now - 23 * HOUR - 1000) === s.hourly[0]?.hour;

@@ -203,18 +203,21 @@ describe('POST /v1.0/app/nft/webhook', () => {
       'https://receiver.local:8790/hook',
       'url host is not a public DNS name: https://receiver.local:8790 is not one of the local receivers this service is set up to reach',
     ],
-  ])('says that %s is not a local receiver it may reach when WEBHOOK_URL_ALLOWED_ORIGINS is set, never naming the setting: 400', async (url, detail) => {
-    const app = freshApp();
-    const local = { WEBHOOK_URL_ALLOWED_ORIGINS: 'http://127.0.0.1:8790 http://localhost:8790' };
-    const res = await fetchWith(local, postRequest({ url }, await auth(app)));
-    expect(res.headers.get('x-error-detail')).toBe(detail);
-    expect(res.headers.get('x-error-detail')).not.toContain('WEBHOOK_URL_ALLOWED_ORIGINS');
-    await expectCreateFail(res, 400);
-    // Without the setting, only the rule is named.
-    const plain = await post({ url }, await auth(app));
-    expect(plain.headers.get('x-error-detail')).toBe(detail.split(': ')[0]);
-    await expectCreateFail(plain, 400);
-  });
+  ])(
+    'says that %s is not a local receiver it may reach when WEBHOOK_URL_ALLOWED_ORIGINS is set, never naming the setting: 400',
+    async (url, detail) => {
+      const app = freshApp();
+      const local = { WEBHOOK_URL_ALLOWED_ORIGINS: 'http://127.0.0.1:8790 http://localhost:8790' };
+      const res = await fetchWith(local, postRequest({ url }, await auth(app)));
+      expect(res.headers.get('x-error-detail')).toBe(detail);
+      expect(res.headers.get('x-error-detail')).not.toContain('WEBHOOK_URL_ALLOWED_ORIGINS');
+      await expectCreateFail(res, 400);
+      // Without the setting, only the rule is named.
+      const plain = await post({ url }, await auth(app));
+      expect(plain.headers.get('x-error-detail')).toBe(detail.split(': ')[0]);
+      await expectCreateFail(plain, 400);
+    },
+  );
 
   it('accepts a URL of exactly 2,048 characters', async () => {
     const url = `https://hooks.example.com/${'a'.repeat(2048 - 'https://hooks.example.com/'.length)}`;

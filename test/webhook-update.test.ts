@@ -46,7 +46,12 @@ describe('PUT /v1.0/app/nft/webhook', () => {
     const reason = () =>
       env.DB.prepare('SELECT is_enabled, disabled_reason, disabled_at, updated_at FROM webhooks WHERE webhook_id = ?1')
         .bind(Number(id))
-        .first<{ is_enabled: number; disabled_reason: string | null; disabled_at: string | null; updated_at: string }>();
+        .first<{
+          is_enabled: number;
+          disabled_reason: string | null;
+          disabled_at: string | null;
+          updated_at: string;
+        }>();
 
     const res = await put({ webhook_id: id, is_enabled: false }, headers);
     // PUT's own reply does not change: the envelope without a value.
