@@ -388,9 +388,10 @@ export class WebhookClient {
     return ((await this.#call('POST', `${PATH}/recover`, body)) as { deliveries: number }).deliveries;
   }
 
-  /** One delivery with every attempt, oldest first. */
-  async getDelivery(deliveryId: WebhookId): Promise<Delivery & { attempt_log: Attempt[] }> {
+  /** One delivery with the body its requests carried (`payload`) and every attempt, oldest first. */
+  async getDelivery(deliveryId: WebhookId): Promise<Delivery & { payload: string; attempt_log: Attempt[] }> {
     return (await this.#call('GET', `${PATH}/delivery?delivery_id=${idText(deliveryId)}`)) as Delivery & {
+      payload: string;
       attempt_log: Attempt[];
     };
   }

@@ -16,6 +16,8 @@ export interface DeliveryRow {
   last_status: number | null;
   last_error: string | null;
   created_at: string;
+  /** The exact body every attempt sends: read for one delivery only. */
+  payload?: string;
 }
 
 /** One recorded attempt, as the log shows it. */
@@ -51,7 +53,7 @@ export function listDeliveries(sql: SqlStorage, { before, status, type, limit }:
   return pageOf(rows, limit, (row) => row.delivery_id, DELIVERY_CURSOR);
 }
 
-/** One delivery of the application with every attempt, oldest first; null when there is none such. */
+/** One delivery of the application with its body and every attempt, oldest first; null when there is none such. */
 export function getDelivery(
   sql: SqlStorage,
   deliveryId: string,
@@ -59,7 +61,7 @@ export function getDelivery(
 ): { delivery: DeliveryRow; attempts: AttemptRow[] } | null {
   const [delivery] = sql
     .exec<DeliveryRow & Record<string, SqlStorageValue>>(
-      `SELECT ${DELIVERY_COLUMNS} FROM deliveries WHERE delivery_id = CAST(?1 AS INTEGER) AND app_id = ?2`,
+      `SELECT ${DELIVERY_COLUMNS}, payload FROM deliveries WHERE delivery_id = CAST(?1 AS INTEGER) AND app_id = ?2`,
       deliveryId,
       appId,
     )
