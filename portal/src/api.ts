@@ -198,6 +198,12 @@ export interface Webhook {
   filter_text?: string | null;
   created_at: string;
   updated_at: string;
+  /** Why it is disabled: its endpoint answered 410 Gone, it failed for too long, or the application; null while enabled. */
+  disabled_reason?: 'gone' | 'failing' | 'application' | null;
+  /** When it was disabled; null while enabled. */
+  disabled_at?: string | null;
+  /** Its first failed attempt since its last success; null while it is not failing. */
+  failing_since?: string | null;
   secret?: string;
 }
 
@@ -212,6 +218,8 @@ export interface Delivery {
   last_status: number | null;
   last_error: string | null;
   created_at: string;
+  /** The body its requests carried, exactly (one delivery's read only). */
+  payload?: string;
   attempt_log?: Attempt[];
 }
 
@@ -230,13 +238,15 @@ export interface Counts {
   pending: number;
   cancelled: number;
   attempts: number;
+  /** Attempts without a 2xx answer, those of deliveries still retrying included. */
+  failed_attempts: number;
 }
 
 export interface Stats {
   webhook_id: string;
   last_24h: Counts;
   last_7d: Counts;
-  hourly: { hour: string; succeeded: number; failed: number }[];
+  hourly: { hour: string; succeeded: number; failed: number; attempts: number; failed_attempts: number }[];
 }
 
 export interface EventType {

@@ -9,7 +9,7 @@ import { EndpointFacts } from './endpoint-facts';
 import { type EndpointFields, EndpointForm } from './endpoint-form';
 import { Health } from './health';
 import { paths } from './router';
-import { ErrorText, Heading, Link, Notice } from './ui';
+import { ErrorText, Heading, Link, Notice, useEvery } from './ui';
 import { ValueSet } from './value-set';
 
 export function EndpointPage({ id, readOnly }: { id: string; readOnly: boolean }) {
@@ -20,11 +20,18 @@ export function EndpointPage({ id, readOnly }: { id: string; readOnly: boolean }
   // Moves on when deliveries are on their way: the health and the deliveries are read again.
   const [version, setVersion] = useState(0);
   const { notice, setNotice, actionError, setActionError, act } = useActions();
+  // The webhook is read again every 5 seconds while the page is open (not while it is being
+  // edited): a webhook the service disables meanwhile (410 Gone, failing) shows it, and why.
+  const tick = useEvery(5000);
 
   useEffect(() => {
     call<Webhook>('GET', 'webhook', { query: { webhook_id: id } }).then(setWebhook, setError);
     eventTypes().then(setCatalog, () => setCatalog([]));
   }, [id]);
+  useEffect(() => {
+    if (tick === 0 || editing) return;
+    call<Webhook>('GET', 'webhook', { query: { webhook_id: id } }).then(setWebhook, () => {});
+  }, [tick]);
 
   if (error) {
     return (

@@ -223,16 +223,11 @@ describe('the portal in a browser', () => {
     const { page } = await open(await tokenFor(app));
     await button(page, 'Add endpoint').click();
     const group = page.getByRole('group', { name: 'Event types' });
-    for (const type of [
-      'NEW_NFT',
-      'MOD_NFT',
-      'MEMBER_NFT_ADD',
-      'MEMBER_NFT_SUB',
-      'MEMBER_NFT_MERGE_ADD',
-      'webhook.test',
-    ]) {
+    for (const type of ['NEW_NFT', 'MOD_NFT', 'MEMBER_NFT_ADD', 'MEMBER_NFT_SUB', 'MEMBER_NFT_MERGE_ADD']) {
       await group.getByRole('checkbox', { name: type, exact: true }).waitFor({ timeout: 5000 });
     }
+    // The test event's type is not one to subscribe to: Send test event sends it whatever the types.
+    expect(await group.getByRole('checkbox', { name: 'webhook.test', exact: true }).count()).toBe(0);
     const url = receiver.url('/add-all');
     await page.getByRole('textbox', { name: 'Endpoint URL' }).fill(url);
     await page.getByRole('textbox', { name: 'Description' }).fill('Mints <b>and</b> edits');
@@ -445,7 +440,7 @@ describe('the portal in a browser', () => {
     );
   });
 
-  it('health: the last 24 hours and 7 days as text with the success rate, and a chart of 24 hourly bars', async () => {
+  it('health: the last 24 hours and 7 days as text with the attempts’ success rate, and a chart of 24 hourly bars', async () => {
     // needs: GET /v1.0/app/nft/webhook/stats
     const app = appOf('health');
     receiver.answer('/health', (n) => ({ status: n === 1 ? 204 : 500 }));
@@ -459,19 +454,20 @@ describe('the portal in a browser', () => {
       'the health text',
       async () => {
         const text = (await page.getByRole('region', { name: 'Health' }).textContent()) ?? '';
-        if (text.includes('Last 24 hours: 1 succeeded, 1 failed (50.0%)')) return true;
+        // Two deliveries: one succeeded at once, one failed four times (its retry schedule ran out).
+        if (text.includes('Last 24 hours: 1 succeeded, 1 failed; 5 attempts, 4 failed (20.0% succeeded)')) return true;
         await page.reload();
         return false;
       },
       20_000,
       1000,
     );
-    await page.getByText('Last 7 days: 1 succeeded, 1 failed (50.0%)').waitFor();
-    const chart = page.getByRole('img', { name: /Deliveries per hour over the last 24 hours/ });
+    await page.getByText('Last 7 days: 1 succeeded, 1 failed; 5 attempts, 4 failed (20.0% succeeded)').waitFor();
+    const chart = page.getByRole('img', { name: /Attempts per hour over the last 24 hours/ });
     expect(await chart.locator('g').count()).toBe(24);
   });
 
-  it('catalog: the page "Event types", each type with its description and example payload', async () => {
+  it('catalog: the page "Event types", each type with its description and the whole body a receiver gets', async () => {
     // needs: GET /v1.0/app/nft/event-types
     const app = appOf('catalog');
     const { page } = await open(await tokenFor(app));
@@ -487,9 +483,27 @@ describe('the portal in a browser', () => {
     ]) {
       const section = page.getByRole('region', { name: type, exact: true });
       await section.waitFor({ timeout: 5000 });
-      expect((await section.locator('p').textContent())?.length).toBeGreaterThan(0);
-      JSON.parse((await section.locator('pre').textContent()) ?? '');
+      expect((await section.locator('p').first().textContent())?.length).toBeGreaterThan(0);
+      // The body as deliveries send it: the type, a timestamp, and the catalog's example as data.
+      const body = JSON.parse((await section.locator('pre').textContent()) ?? '') as Record<string, unknown>;
+      expect(Object.keys(body)).toEqual(['type', 'timestamp', 'data']);
+      expect(body.type).toBe(type);
+      expect(Number.isNaN(Date.parse(String(body.timestamp)))).toBe(false);
+      expect(typeof body.data).toBe('object');
     }
+    const catalog = await api<{ event_types: { type: string; example: unknown }[] }>(
+      app,
+      'GET',
+      '/v1.0/app/nft/event-types',
+    );
+    const newNft = page.getByRole('region', { name: 'NEW_NFT', exact: true });
+    expect(JSON.parse((await newNft.locator('pre').textContent()) ?? '').data).toEqual(
+      catalog.value.event_types.find((t) => t.type === 'NEW_NFT')?.example,
+    );
+    await page
+      .getByRole('region', { name: 'webhook.test', exact: true })
+      .getByText(/not a type to subscribe to/)
+      .waitFor();
   });
 
   it('read-only link: no control that changes anything, on any page', async () => {
