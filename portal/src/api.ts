@@ -48,6 +48,18 @@ export function useToken(value: string | null, expired: () => void) {
   onExpired = expired;
 }
 
+/**
+ * Whether the session has ended (its link expired, or another link replaced it): from then on no
+ * call is made, and none made before comes back, so nothing of the pages before it changes the
+ * page that says so.
+ */
+let ended = false;
+export function endSession() {
+  ended = true;
+}
+/** What a call answers once the session has ended: nothing, ever. */
+const never = <T>() => new Promise<T>(() => {});
+
 export interface Claims {
   app: string | null;
   readOnly: boolean;
@@ -144,7 +156,8 @@ export async function call<T>(
   method: string,
   path: string,
   { query, body, json }: { query?: Query; body?: unknown; json?: string } = {},
-) {
+): Promise<T> {
+  if (ended) return never();
   const headers: Record<string, string> = {};
   if (token !== null) headers.authorization = `Bearer ${token}`;
   if (body !== undefined || json !== undefined) headers['content-type'] = 'application/json';
@@ -164,13 +177,19 @@ export async function call<T>(
       referrerPolicy: 'no-referrer',
     });
   } catch {
+    if (ended) return never();
     throw new ApiError(0, null, 'The service could not be reached. Check your connection and try again.');
   }
   const mark = res.headers.get('x-d1-bookmark');
   if (mark !== null) bookmark = mark;
   const text = await res.text();
+  if (ended) return never();
+  if (res.status === 401) {
+    ended = true;
+    onExpired();
+    return never();
+  }
   const envelope = envelopeOf(text);
-  if (res.status === 401) onExpired();
   if (!res.ok || envelope?.return !== 0) {
     const reason = res.headers.get('x-error-detail') ?? envelope?.message ?? res.statusText ?? 'failed';
     throw new ApiError(res.status, typeof envelope?.return === 'number' ? envelope.return : null, reason);

@@ -1,6 +1,6 @@
 // The application portal (docs/portal.md): opened by a link /portal/#token=<application token>.
 import { render, useEffect, useState } from 'hono/jsx/dom';
-import { claimsOf, storedToken, takeLink, useToken } from './api';
+import { claimsOf, endSession, storedToken, takeLink, useToken } from './api';
 import { EventTypesPage } from './catalog';
 import { DeliveryPage } from './delivery';
 import { EndpointPage } from './endpoint';
@@ -25,6 +25,7 @@ addEventListener('hashchange', () => {
     location.reload();
   } else {
     token = null;
+    endSession();
     showExpired();
   }
 });
