@@ -179,7 +179,8 @@ describe('the portal in a browser', () => {
     expect(first[2]).toBe('Enabled');
     expect(first[3]).toBe('All');
     expect((await rows.nth(1).locator('td').allInnerTexts())[3]).toBe('NEW_NFT, MOD_NFT');
-    expect((await rows.nth(2).locator('td').allInnerTexts())[2]).toBe('Disabled');
+    // Disabled by the application (PUT): said so, with when.
+    expect((await rows.nth(2).locator('td').allInnerTexts())[2]).toMatch(/^Disabled\nDisabled by hand on .+\.$/);
     await button(page, 'Load more').click();
     await until('the second page', async () => (await rows.count()) === 22);
     expect(await button(page, 'Load more').count()).toBe(0);
@@ -575,7 +576,7 @@ describe('the portal in a browser', () => {
     const app = appOf('int64');
     const token = await tokenFor(app);
     const big = '9007199254740993';
-    const webhook = `{"webhook_id":${big},"url":"https://example.com/big","is_enabled":true,"event_types":null,"created_at":"2026-01-01T00:00:00.000Z","updated_at":"2026-01-01T00:00:00.000Z"}`;
+    let webhook = `{"webhook_id":${big},"url":"https://example.com/big","is_enabled":true,"event_types":null,"created_at":"2026-01-01T00:00:00.000Z","updated_at":"2026-01-01T00:00:00.000Z"}`;
     const context = await browser.newContext();
     const page = await context.newPage();
     opened.push({ context, requests: [], token });
@@ -591,6 +592,8 @@ describe('the portal in a browser', () => {
         });
       if (url.pathname === PATH && route.request().method() === 'PUT') {
         sent = route.request().postData() ?? '';
+        // The page reads the webhook again after PUT (by the same exact id): now disabled by hand.
+        webhook = webhook.replace('"is_enabled":true', '"is_enabled":false,"disabled_reason":"application"');
         return route.fulfill({
           status: 200,
           contentType: 'application/json',
