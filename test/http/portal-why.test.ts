@@ -139,6 +139,13 @@ describe('the portal says why', () => {
     expect(await stored(app, gone.webhook_id)).toMatchObject({ is_enabled: true, disabled_reason: null });
   });
 
+  it('the demo application (scripts/seed.sql) shows its disabled endpoint as disabled by hand', async () => {
+    const page = await open('demo-app-1', '/portal/');
+    const row = rowsOf(page, 'Endpoints').filter({ hasText: 'https://demo-app-1.example/hooks/burns' });
+    await row.waitFor();
+    expect(await row.locator('td[data-label="State"]').textContent()).toMatch(/^DisabledDisabled by hand on .+\.$/);
+  });
+
   it('an operation refused because the endpoint is disabled says to enable it first, not only HTTP 409', async () => {
     const app = appOf('enable-first');
     const hook = await register(app, '/why-enable-first');
