@@ -37,7 +37,11 @@ CREATE TABLE IF NOT EXISTS webhooks (
   filter TEXT CHECK (filter IS NULL OR json_valid(filter)),
   -- Its ordering (docs/deliveries.md): 'fifo', one delivery at a time in the order its events were
   -- stored; NULL: none.
-  ordering TEXT CHECK (ordering IS NULL OR ordering = 'fifo')
+  ordering TEXT CHECK (ordering IS NULL OR ordering = 'fifo'),
+  -- Why it is disabled: 'gone' (its endpoint answered 410 Gone), 'failing' (disabled by the service
+  -- after failing for too long) or 'application' (by the application); and since when. NULL while enabled.
+  disabled_reason TEXT CHECK (disabled_reason IS NULL OR disabled_reason IN ('gone', 'failing', 'application')),
+  disabled_at TEXT
 );
 
 -- Listing (keyset on the rowid within one application) and ownership checks.

@@ -34,7 +34,19 @@ export interface Webhook {
   ordering: Ordering | null;
   created_at: string;
   updated_at: string;
+  /**
+   * Why it is disabled: 'gone' (its endpoint answered 410 Gone), 'failing' (the service disabled it
+   * after failing for too long), 'application' (disabled by the application); null while enabled.
+   */
+  disabled_reason: DisabledReason | null;
+  /** When it was disabled; null while enabled. */
+  disabled_at: string | null;
+  /** Its first failed attempt since its last success; null while it is not failing. */
+  failing_since: string | null;
 }
+
+/** Why a webhook is disabled. */
+export type DisabledReason = 'gone' | 'failing' | 'application';
 
 /** A webhook's ordering: 'fifo', one delivery at a time in the order of its events. */
 export type Ordering = 'fifo';
@@ -60,13 +72,15 @@ export interface WebhookChanges {
   ordering?: Ordering | null;
 }
 
-/** Deliveries created in a window by their status now, and the attempts made in it. */
+/** Deliveries created in a window by their status now, and the attempts made in it (and how many failed). */
 export interface DeliveryCounts {
   succeeded: number;
   failed: number;
   pending: number;
   cancelled: number;
   attempts: number;
+  /** Attempts without a 2xx answer, those of deliveries still retrying included. */
+  failed_attempts: number;
 }
 
 /** A webhook's health: the last 24 hours and 7 days, and the last 24 hours hour by hour (oldest first). */
@@ -74,7 +88,7 @@ export interface WebhookStats {
   webhook_id: string;
   last_24h: DeliveryCounts;
   last_7d: DeliveryCounts;
-  hourly: { hour: string; succeeded: number; failed: number }[];
+  hourly: { hour: string; succeeded: number; failed: number; attempts: number; failed_attempts: number }[];
 }
 
 /** One type of the event catalog, with an example of its `data`. */
@@ -409,9 +423,10 @@ export class WebhookClient {
     return ((await this.#call('POST', `${PATH}/recover`, body)) as { deliveries: number }).deliveries;
   }
 
-  /** One delivery with every attempt, oldest first. */
-  async getDelivery(deliveryId: WebhookId): Promise<Delivery & { attempt_log: Attempt[] }> {
+  /** One delivery with the body its requests carried (`payload`) and every attempt, oldest first. */
+  async getDelivery(deliveryId: WebhookId): Promise<Delivery & { payload: string; attempt_log: Attempt[] }> {
     return (await this.#call('GET', `${PATH}/delivery?delivery_id=${idText(deliveryId)}`)) as Delivery & {
+      payload: string;
       attempt_log: Attempt[];
     };
   }

@@ -1,7 +1,9 @@
 -- Demo webhooks for a local run. Seeds only a database that never had a webhook (both tables
 -- empty), so running it again never re-creates deleted ones.
-INSERT INTO webhooks (app_id, url, is_enabled)
-SELECT app_id, url, is_enabled FROM (
+-- The disabled ones were disabled by hand (disabled_reason 'application'), when they were seeded.
+INSERT INTO webhooks (app_id, url, is_enabled, disabled_reason, disabled_at)
+SELECT app_id, url, is_enabled, CASE WHEN is_enabled = 0 THEN 'application' END,
+  CASE WHEN is_enabled = 0 THEN strftime('%Y-%m-%dT%H:%M:%fZ', 'now') END FROM (
             SELECT 1 AS n, 'demo-app-1' AS app_id, 'https://demo-app-1.example/hooks/transfers' AS url, 1 AS is_enabled
   UNION ALL SELECT 2, 'demo-app-1', 'https://demo-app-1.example/hooks/mints', 1
   UNION ALL SELECT 3, 'demo-app-1', 'https://demo-app-1.example/hooks/burns', 0

@@ -23,6 +23,7 @@ interface Delivery {
   last_status: number | null;
   last_error: string | null;
   created_at: string;
+  payload?: string;
   attempt_log?: {
     attempt: number;
     attempted_at: string;
@@ -144,10 +145,10 @@ describe('GET /v1.0/app/nft/webhook/delivery', () => {
     }
   });
 
-  it('answers one delivery with its attempt log, oldest first', async () => {
+  it('answers one delivery with the body its requests carried and its attempt log, oldest first', async () => {
     const app = freshApp();
     const hook = await registerWebhook(app);
-    receiver((_, n) => (n === 1 ? new Response('down', { status: 500 }) : new Response('fine')));
+    const { requests } = receiver((_, n) => (n === 1 ? new Response('down', { status: 500 }) : new Response('fine')));
     const [id] = await publishDeliveries(app);
     await deliverDue(hook.id);
     await makeDue(hook.id, id!);
@@ -183,6 +184,14 @@ describe('GET /v1.0/app/nft/webhook/delivery', () => {
         body: 'fine',
       },
     ]);
+    // The request's body, exactly as each attempt sent it (the page shows what was sent).
+    expect(requests).toHaveLength(2);
+    expect(value.payload).toBe(requests[0]?.body);
+    expect(value.payload).toBe(requests[1]?.body);
+    // Only the one delivery's read carries it, never a page of the log.
+    const page = await readLog(`webhook_id=${hook.id}`, bearer(await tokenFor(app)));
+    const { value: listed } = JSON.parse(await page.text()) as { value: { deliveries: Delivery[] } };
+    expect(listed.deliveries[0]).not.toHaveProperty('payload');
   });
 
   it('answers a foreign and a missing webhook or delivery with one identical 404', async () => {

@@ -8,8 +8,8 @@ import { auditRows, countingDb, insertWebhook } from './helpers/database';
 import { deliverDue, endpointOf, endpointSql, makeDue, storedAttempts, storedDelivery } from './helpers/objects';
 import { consume } from './helpers/queues';
 import { type Received, receiver } from './helpers/receiver';
-import { expectValue } from './helpers/replies';
-import { del, fetchAndWait, publishEvent, put, registerWebhook } from './helpers/requests';
+import { expectValue, type Webhook } from './helpers/replies';
+import { del, fetchAndWait, get, publishEvent, put, registerWebhook } from './helpers/requests';
 import { hoursAgo } from './helpers/time';
 import { bearer, freshApp, tokenFor } from './helpers/tokens';
 
@@ -501,10 +501,18 @@ describe('sending deliveries: webhooks that change, and dead endpoints', () => {
       .first('reason');
     expect(reason).toBe('the endpoint answered 410 Gone');
     expect(JSON.parse(audit[1]!.row_before)).toMatchObject({ is_enabled: 1 });
-    // The application turns it on again with PUT.
+    // The webhook says why and since when: its 410, at the attempt's time.
+    const attempt = (await storedAttempts(hook.id, id))[0];
+    const gone = await expectValue<Webhook>(await get(`webhook_id=${hook.id}`, bearer(await tokenFor(app))));
+    expect(gone.value).toMatchObject({ is_enabled: false, disabled_reason: 'gone' });
+    expect(Date.parse(gone.value.disabled_at!) - Date.parse(String(attempt?.attempted_at))).toBeGreaterThanOrEqual(0);
+    expect(Date.parse(gone.value.disabled_at!)).toBeGreaterThan(Date.now() - 60_000);
+    // The application turns it on again with PUT: no reason any more.
     const res = await put({ webhook_id: hook.id, is_enabled: true }, bearer(await tokenFor(app)));
     expect(res.status).toBe(200);
     expect((await hookRow(hook.id))?.is_enabled).toBe(1);
+    const enabled = await expectValue<Webhook>(await get(`webhook_id=${hook.id}`, bearer(await tokenFor(app))));
+    expect(enabled.value).toMatchObject({ is_enabled: true, disabled_reason: null, disabled_at: null });
   });
 
   it('writes one audit record when several deliveries of one webhook get 410 in a pass', async () => {
@@ -560,6 +568,10 @@ describe('sending deliveries: webhooks that change, and dead endpoints', () => {
       .bind(hook.id)
       .first();
     expect(reason).toEqual({ actor: 'system', reason: `every attempt failed since ${first}` });
+    // The webhook says why, since when it was failing, and when it was disabled.
+    const failing = await expectValue<Webhook>(await get(`webhook_id=${hook.id}`, bearer(await tokenFor(app))));
+    expect(failing.value).toMatchObject({ is_enabled: false, disabled_reason: 'failing', failing_since: first });
+    expect(Date.parse(failing.value.disabled_at!)).toBeGreaterThan(Date.now() - 60_000);
   });
 
   it('a success clears the failure clock', async () => {

@@ -237,6 +237,9 @@ describe('docs/openapi.json: the fields of a webhook', () => {
       'ordering',
       'created_at',
       'updated_at',
+      'disabled_reason',
+      'disabled_at',
+      'failing_since',
     ]);
 
     const first = await register(typed, 'fields');

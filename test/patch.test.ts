@@ -50,6 +50,9 @@ describe('PATCH /v1.0/app/nft/webhook', () => {
       [
         'created_at',
         'description',
+        'disabled_at',
+        'disabled_reason',
+        'failing_since',
         'event_types',
         'filter',
         'ordering',

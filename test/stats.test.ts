@@ -23,12 +23,13 @@ interface Counts {
   pending: number;
   cancelled: number;
   attempts: number;
+  failed_attempts: number;
 }
 interface Stats {
   webhook_id: number;
   last_24h: Counts;
   last_7d: Counts;
-  hourly: { hour: string; succeeded: number; failed: number }[];
+  hourly: { hour: string; succeeded: number; failed: number; attempts: number; failed_attempts: number }[];
 }
 
 const counts = (c: Partial<Counts> = {}): Counts => ({
@@ -37,6 +38,7 @@ const counts = (c: Partial<Counts> = {}): Counts => ({
   pending: 0,
   cancelled: 0,
   attempts: 0,
+  failed_attempts: 0,
   ...c,
 });
 
@@ -109,19 +111,26 @@ describe('GET /v1.0/app/nft/webhook/stats', () => {
     for (let i = 0; i < 3; i++) await publishEvent(app);
     expect(await stats(app, id)).toMatchObject({ last_24h: counts({ pending: 3 }), last_7d: counts({ pending: 3 }) });
 
-    // One succeeded, two pending again; three attempts.
+    // One succeeded, two pending again (retrying); three attempts, of which two failed: the
+    // failures of deliveries still retrying are counted.
     open();
     await deliverDue(id);
     const afterAttempts = await stats(app, id);
-    expect(afterAttempts.last_24h).toEqual(counts({ succeeded: 1, pending: 2, attempts: 3 }));
+    expect(afterAttempts.last_24h).toEqual(counts({ succeeded: 1, pending: 2, attempts: 3, failed_attempts: 2 }));
     expect(afterAttempts.last_7d).toEqual(afterAttempts.last_24h);
-    expect(afterAttempts.hourly.at(-1)).toEqual({ hour: hourOf(Date.now()), succeeded: 1, failed: 0 });
+    expect(afterAttempts.hourly.at(-1)).toEqual({
+      hour: hourOf(Date.now()),
+      succeeded: 1,
+      failed: 0,
+      attempts: 3,
+      failed_attempts: 2,
+    });
 
     // The two end failed (their schedule ran out), then a recovery makes them pending again, and
     // they are attempted once more (500 again: pending, two more attempts).
     await endpointSql(id, `UPDATE deliveries SET status = 'failed', next_attempt_at = NULL WHERE status = 'pending'`);
     const failed = await stats(app, id);
-    expect(failed.last_24h).toEqual(counts({ succeeded: 1, failed: 2, attempts: 3 }));
+    expect(failed.last_24h).toEqual(counts({ succeeded: 1, failed: 2, attempts: 3, failed_attempts: 2 }));
     expect(failed.hourly.at(-1)).toMatchObject({ succeeded: 1, failed: 2 });
     const recover = await fetchAndWait(
       {},
@@ -133,14 +142,18 @@ describe('GET /v1.0/app/nft/webhook/stats', () => {
     );
     await expectValue(recover, 202);
     await deliverDue(id);
-    expect((await stats(app, id)).last_24h).toEqual(counts({ succeeded: 1, pending: 2, attempts: 5 }));
+    expect((await stats(app, id)).last_24h).toEqual(
+      counts({ succeeded: 1, pending: 2, attempts: 5, failed_attempts: 4 }),
+    );
     // A cancelled delivery counts too (the service cancels a pending one whose webhook went away).
     await endpointSql(
       id,
       `UPDATE deliveries SET status = 'cancelled'
        WHERE delivery_id = (SELECT delivery_id FROM deliveries WHERE status = 'pending' LIMIT 1)`,
     );
-    expect((await stats(app, id)).last_24h).toEqual(counts({ succeeded: 1, pending: 1, cancelled: 1, attempts: 5 }));
+    expect((await stats(app, id)).last_24h).toEqual(
+      counts({ succeeded: 1, pending: 1, cancelled: 1, attempts: 5, failed_attempts: 4 }),
+    );
   });
 
   it('puts deliveries in the hour they were created and attempts in the hour they were made; 24 hours oldest first, 7 days', async () => {
@@ -155,7 +168,13 @@ describe('GET /v1.0/app/nft/webhook/stats', () => {
     await insertDelivery(app, id, ago(8 * 24 * HOUR), 'succeeded');
     const s = await stats(app, id);
     expect(s.hourly.map((h) => h.hour)).toEqual(Array.from({ length: 24 }, (_, i) => hourOf(now - (23 - i) * HOUR)));
-    expect(s.hourly[20]).toEqual({ hour: hourOf(now - 3 * HOUR), succeeded: 1, failed: 1 });
+    expect(s.hourly[20]).toEqual({
+      hour: hourOf(now - 3 * HOUR),
+      succeeded: 1,
+      failed: 1,
+      attempts: 0,
+      failed_attempts: 0,
+    });
     // The delivery of 23 hours and a second ago is in the window's first hour, unless this hour
     // began less than a second ago.
     const inWindow = hourOf(now - 23 * HOUR - 1000) === s.hourly[0]?.hour;

@@ -31,6 +31,8 @@ describe('DELETE /v1.0/app/nft/webhook', () => {
       webhook_id: Number(id),
       filter: null,
       ordering: null,
+      disabled_reason: null,
+      disabled_at: null,
     });
   });
 

@@ -46,6 +46,9 @@ describe('GET /v1.0/app/nft/webhook?webhook_id=N', () => {
       ordering: null,
       created_at: row?.created_at,
       updated_at: row?.updated_at,
+      disabled_reason: null,
+      disabled_at: null,
+      failing_since: null,
     });
   });
 

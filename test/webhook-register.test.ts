@@ -39,6 +39,9 @@ describe('POST /v1.0/app/nft/webhook', () => {
       ordering: null,
       created_at: expect.stringMatching(ISO_UTC),
       updated_at: value.created_at,
+      disabled_reason: null,
+      disabled_at: null,
+      failing_since: null,
       secret: expect.stringMatching(/^whsec_[A-Za-z0-9+/]{43}=$/),
     });
     const row = await webhookRow(id);
@@ -62,7 +65,14 @@ describe('POST /v1.0/app/nft/webhook', () => {
       actor_jti: 'j-1',
       request_id: 'req-create-1',
     });
-    expect(JSON.parse(audit[0]!.row_before)).toEqual({ ...row, webhook_id: Number(id), filter: null, ordering: null });
+    expect(JSON.parse(audit[0]!.row_before)).toEqual({
+      ...row,
+      webhook_id: Number(id),
+      filter: null,
+      ordering: null,
+      disabled_reason: null,
+      disabled_at: null,
+    });
   });
 
   it('registers a disabled webhook when is_enabled is false, and ignores unknown fields', async () => {
@@ -73,7 +83,13 @@ describe('POST /v1.0/app/nft/webhook', () => {
     );
     const { value } = await expectValue<Webhook>(res, 201);
     expect(value.is_enabled).toBe(false);
+    // Disabled by the application, since it was registered.
+    expect(value).toMatchObject({ disabled_reason: 'application', disabled_at: value.created_at });
     expect(await webhookRow(String(value.webhook_id))).toMatchObject({ app_id: app, is_enabled: 0 });
+    const stored = await env.DB.prepare('SELECT disabled_reason, disabled_at FROM webhooks WHERE webhook_id = ?1')
+      .bind(value.webhook_id)
+      .first();
+    expect(stored).toEqual({ disabled_reason: 'application', disabled_at: value.created_at });
   });
 
   it.each([
@@ -173,31 +189,35 @@ describe('POST /v1.0/app/nft/webhook', () => {
   it.each([
     [
       'http://127.0.0.1:9999/hook',
-      'url origin http://127.0.0.1:9999 is not in WEBHOOK_URL_ALLOWED_ORIGINS, and without it the url must use https',
+      'url must use https: http://127.0.0.1:9999 is not one of the local receivers this service is set up to reach',
     ],
     [
       'http://localhost:8791/hook',
-      'url origin http://localhost:8791 is not in WEBHOOK_URL_ALLOWED_ORIGINS, and without it the url must use https',
+      'url must use https: http://localhost:8791 is not one of the local receivers this service is set up to reach',
     ],
     [
       'https://127.0.0.1:8790/hook',
-      'url origin https://127.0.0.1:8790 is not in WEBHOOK_URL_ALLOWED_ORIGINS, and without it the url host is not a public address',
+      'url host is not a public address: https://127.0.0.1:8790 is not one of the local receivers this service is set up to reach',
     ],
     [
       'https://receiver.local:8790/hook',
-      'url origin https://receiver.local:8790 is not in WEBHOOK_URL_ALLOWED_ORIGINS, and without it the url host is not a public DNS name',
+      'url host is not a public DNS name: https://receiver.local:8790 is not one of the local receivers this service is set up to reach',
     ],
-  ])('says that %s is not in WEBHOOK_URL_ALLOWED_ORIGINS when that is set: 400', async (url, detail) => {
-    const app = freshApp();
-    const local = { WEBHOOK_URL_ALLOWED_ORIGINS: 'http://127.0.0.1:8790 http://localhost:8790' };
-    const res = await fetchWith(local, postRequest({ url }, await auth(app)));
-    expect(res.headers.get('x-error-detail')).toBe(detail);
-    await expectCreateFail(res, 400);
-    // Without the setting, only the rule is named.
-    const plain = await post({ url }, await auth(app));
-    expect(plain.headers.get('x-error-detail')).toBe(`url ${detail.split(', and without it the url ')[1]}`);
-    await expectCreateFail(plain, 400);
-  });
+  ])(
+    'says that %s is not a local receiver it may reach when WEBHOOK_URL_ALLOWED_ORIGINS is set, never naming the setting: 400',
+    async (url, detail) => {
+      const app = freshApp();
+      const local = { WEBHOOK_URL_ALLOWED_ORIGINS: 'http://127.0.0.1:8790 http://localhost:8790' };
+      const res = await fetchWith(local, postRequest({ url }, await auth(app)));
+      expect(res.headers.get('x-error-detail')).toBe(detail);
+      expect(res.headers.get('x-error-detail')).not.toContain('WEBHOOK_URL_ALLOWED_ORIGINS');
+      await expectCreateFail(res, 400);
+      // Without the setting, only the rule is named.
+      const plain = await post({ url }, await auth(app));
+      expect(plain.headers.get('x-error-detail')).toBe(detail.split(': ')[0]);
+      await expectCreateFail(plain, 400);
+    },
+  );
 
   it('accepts a URL of exactly 2,048 characters', async () => {
     const url = `https://hooks.example.com/${'a'.repeat(2048 - 'https://hooks.example.com/'.length)}`;

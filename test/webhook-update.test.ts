@@ -35,7 +35,43 @@ describe('PUT /v1.0/app/nft/webhook', () => {
       webhook_id: Number(id),
       filter: null,
       ordering: null,
+      disabled_reason: null,
+      disabled_at: null,
     });
+  });
+
+  it('records why and when: the application disabling it, a service reason kept by another disable, cleared by enable', async () => {
+    const id = await insertWebhook('app-a', { enabled: true });
+    const headers = bearer(await tokenFor('app-a'));
+    const reason = () =>
+      env.DB.prepare('SELECT is_enabled, disabled_reason, disabled_at, updated_at FROM webhooks WHERE webhook_id = ?1')
+        .bind(Number(id))
+        .first<{
+          is_enabled: number;
+          disabled_reason: string | null;
+          disabled_at: string | null;
+          updated_at: string;
+        }>();
+
+    const res = await put({ webhook_id: id, is_enabled: false }, headers);
+    // PUT's own reply does not change: the envelope without a value.
+    expect(await res.clone().json()).toEqual({ return: 0, message: 'success' });
+    await expectSuccess(res);
+    const disabled = await reason();
+    expect(disabled).toMatchObject({ is_enabled: 0, disabled_reason: 'application' });
+    expect(disabled?.disabled_at).toBe(disabled?.updated_at);
+
+    // Disabled by the service (410 Gone): disabling it again keeps that reason and time.
+    await env.DB.prepare(
+      `UPDATE webhooks SET disabled_reason = 'gone', disabled_at = '2026-01-01T00:00:00.000Z' WHERE webhook_id = ?1`,
+    )
+      .bind(Number(id))
+      .run();
+    await expectSuccess(await put({ webhook_id: id, is_enabled: false }, headers));
+    expect(await reason()).toMatchObject({ disabled_reason: 'gone', disabled_at: '2026-01-01T00:00:00.000Z' });
+
+    await expectSuccess(await put({ webhook_id: id, is_enabled: true }, headers));
+    expect(await reason()).toMatchObject({ is_enabled: 1, disabled_reason: null, disabled_at: null });
   });
 
   it('enables a disabled webhook', async () => {

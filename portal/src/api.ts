@@ -50,6 +50,18 @@ export function useToken(value: string | null, expired: () => void) {
   onExpired = expired;
 }
 
+/**
+ * Whether the session has ended (its link expired, or another link replaced it): from then on no
+ * call is made, and none made before comes back, so nothing of the pages before it changes the
+ * page that says so.
+ */
+let ended = false;
+export function endSession() {
+  ended = true;
+}
+/** What a call answers once the session has ended: nothing, ever. */
+const never = <T>() => new Promise<T>(() => {});
+
 export interface Claims {
   app: string | null;
   readOnly: boolean;
@@ -146,7 +158,8 @@ export async function call<T>(
   method: string,
   path: string,
   { query, body, json }: { query?: Query; body?: unknown; json?: string } = {},
-) {
+): Promise<T> {
+  if (ended) return never();
   const headers: Record<string, string> = {};
   if (token !== null) headers.authorization = `Bearer ${token}`;
   if (body !== undefined || json !== undefined) headers['content-type'] = 'application/json';
@@ -166,13 +179,19 @@ export async function call<T>(
       referrerPolicy: 'no-referrer',
     });
   } catch {
+    if (ended) return never();
     throw new ApiError(0, null, 'The service could not be reached. Check your connection and try again.');
   }
   const mark = res.headers.get('x-d1-bookmark');
   if (mark !== null) bookmark = mark;
   const text = await res.text();
+  if (ended) return never();
+  if (res.status === 401) {
+    ended = true;
+    onExpired();
+    return never();
+  }
   const envelope = envelopeOf(text);
-  if (res.status === 401) onExpired();
   if (!res.ok || envelope?.return !== 0) {
     const reason = res.headers.get('x-error-detail') ?? envelope?.message ?? res.statusText ?? 'failed';
     throw new ApiError(res.status, typeof envelope?.return === 'number' ? envelope.return : null, reason);
@@ -211,6 +230,12 @@ export interface Webhook {
   filter_text?: string | null;
   created_at: string;
   updated_at: string;
+  /** Why it is disabled: its endpoint answered 410 Gone, it failed for too long, or the application; null while enabled. */
+  disabled_reason?: 'gone' | 'failing' | 'application' | null;
+  /** When it was disabled; null while enabled. */
+  disabled_at?: string | null;
+  /** Its first failed attempt since its last success; null while it is not failing. */
+  failing_since?: string | null;
   secret?: string;
 }
 
@@ -225,6 +250,8 @@ export interface Delivery {
   last_status: number | null;
   last_error: string | null;
   created_at: string;
+  /** The body its requests carried, exactly (one delivery's read only). */
+  payload?: string;
   attempt_log?: Attempt[];
 }
 
@@ -243,13 +270,15 @@ export interface Counts {
   pending: number;
   cancelled: number;
   attempts: number;
+  /** Attempts without a 2xx answer, those of deliveries still retrying included. */
+  failed_attempts: number;
 }
 
 export interface Stats {
   webhook_id: string;
   last_24h: Counts;
   last_7d: Counts;
-  hourly: { hour: string; succeeded: number; failed: number }[];
+  hourly: { hour: string; succeeded: number; failed: number; attempts: number; failed_attempts: number }[];
 }
 
 export interface EventType {

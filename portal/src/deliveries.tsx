@@ -87,7 +87,7 @@ export function Deliveries({
       </div>
       <ErrorText error={error} />
       <div class="scroll">
-        <table aria-label="Deliveries">
+        <table aria-label="Deliveries" class="stack">
           <thead>
             <tr>
               <th scope="col">Created</th>
@@ -101,22 +101,22 @@ export function Deliveries({
           <tbody>
             {rows.map((d) => (
               <tr>
-                <td>
+                <td data-label="Created">
                   <Link href={paths.delivery(id, d.delivery_id)}>
                     <Time iso={d.created_at} />
                   </Link>
                 </td>
-                <td>
+                <td data-label="Status">
                   <span class={`badge ${d.status}`}>{d.status}</span>
                 </td>
-                <td>
+                <td data-label="Event type">
                   <code>{d.type}</code>
                 </td>
-                <td>
+                <td data-label="Event id">
                   <code>{d.event_id}</code>
                 </td>
-                <td>{d.attempts}</td>
-                <td>{outcome(d.last_status, d.last_error)}</td>
+                <td data-label="Attempts">{d.attempts}</td>
+                <td data-label="Last result">{outcome(d.last_status, d.last_error)}</td>
               </tr>
             ))}
           </tbody>

@@ -1,8 +1,10 @@
-// One delivery: its state, the table "Attempts" (each response body as text), copying its event
-// id, and Resend.
+// One delivery: its state, the request that was sent (delivery-request), the table "Attempts"
+// (each response body as text), copying its event id, and Resend.
 import { useEffect, useState } from 'hono/jsx/dom';
 import { call, type Delivery } from './api';
 import { outcome } from './deliveries';
+import { ResponseBody, SentRequest } from './delivery-request';
+import { enableFirst } from './endpoint-tools';
 import { paths } from './router';
 import { CopyButton, ErrorText, Heading, Link, Notice, Time } from './ui';
 
@@ -30,9 +32,9 @@ export function DeliveryPage({ id, delivery, readOnly }: { id: string; delivery:
     setActionError(null);
     setNotice(null);
     try {
-      const sent = await call<{ delivery_id: string }>('POST', 'webhook/delivery/resend', {
-        body: { delivery_id: delivery },
-      });
+      const sent = await enableFirst('resend', () =>
+        call<{ delivery_id: string }>('POST', 'webhook/delivery/resend', { body: { delivery_id: delivery } }),
+      );
       setNotice({ text: 'Resent as a new delivery.', delivery: sent.delivery_id });
     } catch (err) {
       setActionError(err);
@@ -87,9 +89,10 @@ export function DeliveryPage({ id, delivery, readOnly }: { id: string; delivery:
             </p>
           ) : null}
           <ErrorText error={actionError} />
+          <SentRequest delivery={value} />
           <h2>Attempts</h2>
           <div class="scroll">
-            <table aria-label="Attempts">
+            <table aria-label="Attempts" class="stack">
               <thead>
                 <tr>
                   <th scope="col">#</th>
@@ -102,14 +105,14 @@ export function DeliveryPage({ id, delivery, readOnly }: { id: string; delivery:
               <tbody>
                 {(value.attempt_log ?? []).map((a) => (
                   <tr>
-                    <td>{a.attempt}</td>
-                    <td>
+                    <td data-label="#">{a.attempt}</td>
+                    <td data-label="Time">
                       <Time iso={a.attempted_at} />
                     </td>
-                    <td>{outcome(a.status, a.error)}</td>
-                    <td>{`${a.duration_ms} ms`}</td>
-                    <td>
-                      <pre class="body">{a.body ?? ''}</pre>
+                    <td data-label="Result">{outcome(a.status, a.error)}</td>
+                    <td data-label="Duration">{`${a.duration_ms} ms`}</td>
+                    <td data-label="Response body">
+                      <ResponseBody attempt={a} />
                     </td>
                   </tr>
                 ))}

@@ -4,7 +4,7 @@
 import { useState } from 'hono/jsx/dom';
 import { call, type EventType, type Webhook } from './api';
 import { DeleteDialog, RotateDialog } from './endpoint-dialogs';
-import { RecoverForm, TestEventForm } from './endpoint-tools';
+import { ENABLE_FIRST, RecoverForm, TestEventForm } from './endpoint-tools';
 import { Secret } from './ui';
 
 /** Runs a change; its outcome (a sentence, or the failure) is announced on the page. */
@@ -47,7 +47,8 @@ export function EndpointActions({ webhook, catalog, act, changed, editing, edit,
   const setEnabled = (enabled: boolean) =>
     act(async () => {
       await call('PUT', 'webhook', { body: { webhook_id: id, is_enabled: enabled } });
-      changed({ ...webhook, is_enabled: enabled });
+      // Read again: PUT answers no webhook, and the state comes with why and since when.
+      changed(await call<Webhook>('GET', 'webhook', { query: { webhook_id: id } }));
       return enabled ? 'Enabled: the endpoint receives events again.' : 'Disabled: the endpoint receives no events.';
     });
 
@@ -91,9 +92,14 @@ export function EndpointActions({ webhook, catalog, act, changed, editing, edit,
           ) : null}
         </div>
       ) : null}
+      {webhook.is_enabled ? null : (
+        <p class="hint" id="enable-first">
+          {ENABLE_FIRST}
+        </p>
+      )}
       <div class="tools">
-        <TestEventForm id={id} act={act} sent={sent} catalog={catalog} />
-        <RecoverForm id={id} act={act} sent={sent} />
+        <TestEventForm id={id} off={!webhook.is_enabled} act={act} sent={sent} catalog={catalog} />
+        <RecoverForm id={id} off={!webhook.is_enabled} act={act} sent={sent} />
       </div>
       <DeleteDialog webhook={webhook} open={dialog === 'delete'} onClose={() => setDialog(null)} failed={failed} />
       <RotateDialog

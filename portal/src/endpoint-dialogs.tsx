@@ -11,8 +11,8 @@ interface DialogProps {
 }
 
 /**
- * "Delete this endpoint?": its Delete button deletes it, and the page goes to the list; a refusal
- * goes to `failed`.
+ * "Delete this endpoint?": its Delete button deletes it, and the page goes to the list, which says
+ * so; a refusal goes to `failed`.
  */
 export function DeleteDialog({ webhook, open, onClose, failed }: DialogProps & { failed: (err: unknown) => void }) {
   return (
@@ -31,7 +31,7 @@ export function DeleteDialog({ webhook, open, onClose, failed }: DialogProps & {
             try {
               await call('DELETE', 'webhook', { query: { webhook_id: webhook.webhook_id } });
               onClose();
-              navigate(paths.endpoints);
+              navigate(paths.endpoints, `Endpoint deleted: ${webhook.url}`);
             } catch (err) {
               onClose();
               failed(err);

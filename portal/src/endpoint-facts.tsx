@@ -1,6 +1,7 @@
 // The endpoint's page, its head: the URL as the heading, and what the endpoint is.
 import type { Webhook } from './api';
 import { filterText, orderingText } from './endpoint-filter';
+import { EndpointState } from './endpoint-state';
 import { eventTypesText } from './endpoints';
 import { Heading, Time } from './ui';
 
@@ -15,9 +16,7 @@ export function EndpointFacts({ webhook }: { webhook: Webhook }) {
         <dd>{webhook.description ?? '—'}</dd>
         <dt>State</dt>
         <dd>
-          <span class={webhook.is_enabled ? 'badge ok' : 'badge off'}>
-            {webhook.is_enabled ? 'Enabled' : 'Disabled'}
-          </span>
+          <EndpointState webhook={webhook} />
         </dd>
         <dt>Event types</dt>
         <dd>{eventTypesText(webhook.event_types)}</dd>

@@ -3,6 +3,7 @@
 // filter and ordering (endpoint-filter), each sent only when changed.
 import { useEffect, useState } from 'hono/jsx/dom';
 import { type EventType, eventTypes, type Webhook } from './api';
+import { TEST_TYPE } from './catalog';
 import { FilterFields, filterJson, initialFilterText, isFilterError } from './endpoint-filter';
 import { ErrorText } from './ui';
 
@@ -35,8 +36,9 @@ export function EndpointForm({
   useEffect(() => {
     eventTypes().then(setCatalog, setCatalogError);
   }, []);
-  // Types the endpoint has but the catalog does not list stay choosable.
-  const types = [...(catalog ?? []).map((t) => t.type)];
+  // Types the endpoint has but the catalog does not list stay choosable; the test event's type is
+  // not one to subscribe to (Send test event sends it whatever the endpoint's types).
+  const types = (catalog ?? []).map((t) => t.type).filter((t) => t !== TEST_TYPE);
   for (const t of initial?.event_types ?? []) if (!types.includes(t)) types.push(t);
   const ticked = new Set(initial?.event_types ?? []);
 

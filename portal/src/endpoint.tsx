@@ -10,7 +10,7 @@ import { type EndpointFields, EndpointForm } from './endpoint-form';
 import { Health } from './health';
 import { useLive } from './live';
 import { paths } from './router';
-import { ErrorText, Heading, Link, Notice } from './ui';
+import { ErrorText, Heading, Link, Notice, useEvery } from './ui';
 import { ValueSet } from './value-set';
 
 export function EndpointPage({ id, readOnly }: { id: string; readOnly: boolean }) {
@@ -24,11 +24,18 @@ export function EndpointPage({ id, readOnly }: { id: string; readOnly: boolean }
   // New deliveries and attempts, as they happen (once the webhook is known to be the
   // application's): the health and the deliveries are read again.
   const live = useLive(webhook === null ? null : id, () => setVersion((v) => v + 1));
+  // The webhook is read again every 5 seconds while the page is open (not while it is being
+  // edited): a webhook the service disables meanwhile (410 Gone, failing) shows it, and why.
+  const tick = useEvery(5000);
 
   useEffect(() => {
     call<Webhook>('GET', 'webhook', { query: { webhook_id: id } }).then(setWebhook, setError);
     eventTypes().then(setCatalog, () => setCatalog([]));
   }, [id]);
+  useEffect(() => {
+    if (tick === 0 || editing) return;
+    call<Webhook>('GET', 'webhook', { query: { webhook_id: id } }).then(setWebhook, () => {});
+  }, [tick]);
 
   if (error) {
     return (

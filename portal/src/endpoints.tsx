@@ -2,6 +2,7 @@
 import { useEffect, useState } from 'hono/jsx/dom';
 import { call, type Webhook } from './api';
 import { type EndpointFields, EndpointForm } from './endpoint-form';
+import { EndpointState } from './endpoint-state';
 import { paths } from './router';
 import { ErrorText, Heading, Link, Notice, Secret, Time, usePages } from './ui';
 
@@ -72,7 +73,7 @@ export function EndpointsPage({ readOnly, notice }: { readOnly: boolean; notice:
       )}
       <ErrorText error={error} />
       <div class="scroll">
-        <table aria-label="Endpoints">
+        <table aria-label="Endpoints" class="stack">
           <thead>
             <tr>
               <th scope="col">URL</th>
@@ -85,15 +86,15 @@ export function EndpointsPage({ readOnly, notice }: { readOnly: boolean; notice:
           <tbody>
             {rows.map((w) => (
               <tr>
-                <td class="url">
+                <td class="url" data-label="URL">
                   <Link href={paths.endpoint(w.webhook_id)}>{w.url}</Link>
                 </td>
-                <td>{w.description ?? ''}</td>
-                <td>
-                  <span class={w.is_enabled ? 'badge ok' : 'badge off'}>{w.is_enabled ? 'Enabled' : 'Disabled'}</span>
+                <td data-label="Description">{w.description ?? ''}</td>
+                <td data-label="State">
+                  <EndpointState webhook={w} />
                 </td>
-                <td>{eventTypesText(w.event_types)}</td>
-                <td>
+                <td data-label="Event types">{eventTypesText(w.event_types)}</td>
+                <td data-label="Created">
                   <Time iso={w.created_at} />
                 </td>
               </tr>

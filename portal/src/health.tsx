@@ -1,18 +1,26 @@
-// The endpoint's health: succeeded and failed deliveries of the last 24 hours and 7 days as text,
-// and a chart of the last 24 hours, one bar per hour, by outcome (GET .../webhook/stats).
+// The endpoint's health: its deliveries and their attempts of the last 24 hours and 7 days as text
+// (the failed attempts of deliveries still retrying count), and a chart of the last 24 hours, one
+// bar per hour, its attempts by outcome (GET .../webhook/stats). Read again every 5 seconds while
+// the page is open and shown, and whenever `version` moves (deliveries sent from the page).
 import { useEffect, useState } from 'hono/jsx/dom';
 import { type Counts, call, type Stats } from './api';
-import { ErrorText } from './ui';
+import { ErrorText, useEvery } from './ui';
 
 const number = new Intl.NumberFormat('en-US');
 const percent = new Intl.NumberFormat('en-US', { minimumFractionDigits: 1, maximumFractionDigits: 1 });
 
-/** "Last 24 hours: 120 succeeded, 3 failed (97.6%)", and what is still pending. */
+/**
+ * "Last 24 hours: 120 succeeded, 3 failed, 2 pending; 131 attempts, 8 failed (93.8% succeeded)".
+ * The rate is of attempts, rounded down: a failed attempt, even of a delivery still retrying,
+ * keeps it under 100 %.
+ */
 export function healthText(label: string, c: Counts): string {
-  const finished = c.succeeded + c.failed;
-  const rate = finished === 0 ? '' : ` (${percent.format((100 * c.succeeded) / finished)}%)`;
   const pending = c.pending > 0 ? `, ${number.format(c.pending)} pending` : '';
-  return `${label}: ${number.format(c.succeeded)} succeeded, ${number.format(c.failed)} failed${rate}${pending}`;
+  const deliveries = `${number.format(c.succeeded)} succeeded, ${number.format(c.failed)} failed${pending}`;
+  if (c.attempts === 0) return `${label}: ${deliveries}; no attempts`;
+  const rate = Math.floor((1000 * (c.attempts - c.failed_attempts)) / c.attempts) / 10;
+  const attempts = `${number.format(c.attempts)} ${c.attempts === 1 ? 'attempt' : 'attempts'}`;
+  return `${label}: ${deliveries}; ${attempts}, ${number.format(c.failed_attempts)} failed (${percent.format(rate)}% succeeded)`;
 }
 
 const hourFormat = new Intl.DateTimeFormat(undefined, { hour: '2-digit', minute: '2-digit' });
@@ -21,24 +29,26 @@ function Chart({ hourly }: { hourly: Stats['hourly'] }) {
   const width = 480;
   const height = 120;
   const slot = width / 24;
-  const max = Math.max(1, ...hourly.map((h) => h.succeeded + h.failed));
+  const max = Math.max(1, ...hourly.map((h) => h.attempts));
   const scale = (n: number) => (height * n) / max;
   return (
     <figure class="chart">
       <svg viewBox={`0 0 ${width} ${height}`} role="img" aria-labelledby="chart-title" preserveAspectRatio="none">
         <title id="chart-title">
-          Deliveries per hour over the last 24 hours, succeeded and failed; the busiest hour had {String(max)}.
+          Attempts per hour over the last 24 hours, succeeded and failed; the busiest hour had {String(max)}.
         </title>
         {hourly.map((h, i) => {
-          const ok = scale(h.succeeded);
-          const bad = scale(h.failed);
+          const failed = h.failed_attempts;
+          const succeeded = h.attempts - failed;
+          const ok = scale(succeeded);
+          const bad = scale(failed);
           const x = i * slot + 2;
           const base = height;
           const at = new Date(h.hour);
           const label = Number.isNaN(at.getTime()) ? h.hour : hourFormat.format(at);
           return (
             <g>
-              <title>{`${label}: ${h.succeeded} succeeded, ${h.failed} failed`}</title>
+              <title>{`${label}: ${succeeded} attempts succeeded, ${failed} failed`}</title>
               <rect x={x} y={base - ok} width={slot - 4} height={ok} class="ok" />
               <rect x={x} y={base - ok - bad} width={slot - 4} height={bad} class="bad" />
             </g>
@@ -54,15 +64,19 @@ function Chart({ hourly }: { hourly: Stats['hourly'] }) {
           })}
       </div>
       <figcaption>
-        <span class="key ok" /> succeeded <span class="key bad" /> failed, per hour (your time zone)
+        <span class="key ok" /> succeeded <span class="key bad" /> failed attempts, per hour (your time zone)
       </figcaption>
     </figure>
   );
 }
 
+/** How often an open page reads its health again. */
+const REFRESH_MS = 5000;
+
 export function Health({ id, version }: { id: string; version: number }) {
   const [stats, setStats] = useState<Stats | null>(null);
   const [error, setError] = useState<unknown>(null);
+  const tick = useEvery(REFRESH_MS);
   useEffect(() => {
     call<Stats>('GET', 'webhook/stats', { query: { webhook_id: id } }).then(
       (s) => {
@@ -71,7 +85,7 @@ export function Health({ id, version }: { id: string; version: number }) {
       },
       (err) => setError(new Error(`Health is not available: ${err instanceof Error ? err.message : String(err)}`)),
     );
-  }, [id, version]);
+  }, [id, version, tick]);
   return (
     <section aria-labelledby="health-title" class="panel">
       <h2 id="health-title">Health</h2>

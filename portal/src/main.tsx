@@ -1,11 +1,11 @@
 // The application portal (docs/portal.md): opened by a link /portal/#token=<application token>.
 import { render, useEffect, useState } from 'hono/jsx/dom';
-import { claimsOf, storedToken, takeLink, useToken } from './api';
+import { claimsOf, endSession, storedToken, takeLink, useToken } from './api';
 import { EventTypesPage } from './catalog';
 import { DeliveryPage } from './delivery';
 import { EndpointPage } from './endpoint';
 import { EndpointsPage } from './endpoints';
-import { onNavigate, paths, routeOf } from './router';
+import { onNavigate, paths, routeOf, takeNotice } from './router';
 import { Heading, Link } from './ui';
 
 // First of all: the token leaves the address bar.
@@ -25,6 +25,7 @@ addEventListener('hashchange', () => {
     location.reload();
   } else {
     token = null;
+    endSession();
     showExpired();
   }
 });
@@ -44,8 +45,17 @@ function Expired({ never }: { never: boolean }) {
 
 function App() {
   const [route, setRoute] = useState(routeOf(location.pathname));
+  // What the last action said, shown on the page it went to (the list after a deletion).
+  const [notice, setNotice] = useState('');
   const [expired, setExpired] = useState(link !== null && 'unreadable' in link);
-  useEffect(() => onNavigate(() => setRoute(routeOf(location.pathname))), []);
+  useEffect(
+    () =>
+      onNavigate(() => {
+        setRoute(routeOf(location.pathname));
+        setNotice(takeNotice());
+      }),
+    [],
+  );
   showExpired = () => setExpired(true);
   useToken(token, () => setExpired(true));
 
@@ -70,7 +80,7 @@ function App() {
         <p class="readonly-note">This link is read-only: you can look at everything, and change nothing.</p>
       ) : null}
       {route.page === 'endpoints' ? (
-        <EndpointsPage readOnly={readOnly} notice="" />
+        <EndpointsPage readOnly={readOnly} notice={notice} />
       ) : route.page === 'endpoint' ? (
         <EndpointPage id={route.id} readOnly={readOnly} />
       ) : route.page === 'delivery' ? (

@@ -38,9 +38,21 @@ export const onNavigate = (listener: () => void) => {
 /** Whether the page has changed since it loaded: a new page's heading then takes the focus. */
 export let navigated = false;
 
-/** Goes to `href` (a path of the portal) without loading the page again. */
-export function navigate(href: string) {
+let notice = '';
+/** What the page that `navigate` opened has to say first (once: taking it clears it). */
+export function takeNotice(): string {
+  const text = notice;
+  notice = '';
+  return text;
+}
+
+/**
+ * Goes to `href` (a path of the portal) without loading the page again; `said` is announced on
+ * the page it opens (what the last action did, as "Endpoint deleted").
+ */
+export function navigate(href: string, said = '') {
   navigated = true;
+  notice = said;
   history.pushState(null, '', href);
   window.scrollTo(0, 0);
   for (const listener of listeners) listener();
@@ -48,5 +60,6 @@ export function navigate(href: string) {
 
 addEventListener('popstate', () => {
   navigated = true;
+  notice = '';
   for (const listener of listeners) listener();
 });

@@ -146,6 +146,21 @@ export function Notice({ text }: { text: string }) {
 }
 
 /**
+ * A count that moves on every `ms` while the page is open and shown (a hidden tab makes no calls),
+ * for what the page reads again on its own: an effect that depends on it runs again.
+ */
+export function useEvery(ms: number): number {
+  const [count, setCount] = useState(0);
+  useEffect(() => {
+    const timer = setInterval(() => {
+      if (document.visibilityState === 'visible') setCount((n) => n + 1);
+    }, ms);
+    return () => clearInterval(timer);
+  }, [ms]);
+  return count;
+}
+
+/**
  * A list read page by page with the API's cursors: the rows so far, the next page's cursor (null
  * on the last), the last failure, whether a page has arrived, and `load` (null: from the start, so
  * the rows are replaced; a cursor: the next page, added). A failure stays shown until a load succeeds.

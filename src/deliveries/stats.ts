@@ -17,7 +17,7 @@ type Counts = Omit<HourCounts, 'hour'>;
 
 /** The counts of `rows` together, in their documented field order. */
 function total(rows: HourCounts[]): Counts {
-  const sum: Counts = { succeeded: 0, failed: 0, pending: 0, cancelled: 0, attempts: 0 };
+  const sum: Counts = { succeeded: 0, failed: 0, pending: 0, cancelled: 0, attempts: 0, failed_attempts: 0 };
   for (const row of rows) for (const key of Object.keys(sum) as (keyof Counts)[]) sum[key] += row[key];
   return sum;
 }
@@ -33,7 +33,13 @@ export function statsJson(webhookId: string, rows: HourCounts[], now: number): s
   const hourly = Array.from({ length: 24 }, (_, i) => {
     const hour = hourOf(current - (23 - i) * HOUR_MS);
     const r = byHour.get(hour);
-    return { hour, succeeded: r?.succeeded ?? 0, failed: r?.failed ?? 0 };
+    return {
+      hour,
+      succeeded: r?.succeeded ?? 0,
+      failed: r?.failed ?? 0,
+      attempts: r?.attempts ?? 0,
+      failed_attempts: r?.failed_attempts ?? 0,
+    };
   });
   const last24h = JSON.stringify(total(rows.filter((r) => r.hour >= day)));
   return `{"webhook_id":${webhookId},"last_24h":${last24h},"last_7d":${JSON.stringify(total(rows))},"hourly":${JSON.stringify(hourly)}}`;
@@ -41,7 +47,7 @@ export function statsJson(webhookId: string, rows: HourCounts[], now: number): s
 
 /**
  * GET /v1.0/app/nft/webhook/stats?webhook_id=N: the webhook's deliveries of the last 24 hours and
- * 7 days by status, the attempts made in them, and the last 24 hours' outcomes hour by hour.
+ * 7 days by status, the attempts made in them (and how many failed), and the last 24 hours hour by hour.
  * One D1 read and one call to the endpoint's object, whatever the volume (hourly counters, not a
  * scan of the deliveries).
  */

@@ -39,11 +39,12 @@ export function webhookUrl(text: string, allowed?: ReadonlySet<string>): string 
     throw refused('is not an absolute URL');
   }
   const waived = allowed !== undefined && allowed.size > 0 && allowed.has(url.origin);
-  // With origins allowed (a local run), a URL the scheme or host rules refuse is refused first
-  // for not being one of them: say so, then the rule.
+  // With origins allowed (a local run), a URL the scheme or host rules refuse is not one of them
+  // either: the rule, then that. Said in the application's terms: the setting's name is the
+  // operator's (docs/configuration.md), never in a reply.
   const rule = (why: string) =>
     allowed !== undefined && allowed.size > 0 && /^https?:$/.test(url.protocol)
-      ? refused(`origin ${url.origin} is not in WEBHOOK_URL_ALLOWED_ORIGINS, and without it the url ${why}`)
+      ? refused(`${why}: ${url.origin} is not one of the local receivers this service is set up to reach`)
       : refused(why);
   if (url.protocol !== 'https:' && !waived) throw rule('must use https');
   if (url.username !== '' || url.password !== '') throw refused('must not contain credentials');

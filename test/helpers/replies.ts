@@ -21,6 +21,10 @@ export interface Webhook {
   event_types: string[] | null;
   created_at: string;
   updated_at: string;
+  /** Why it is disabled ('gone', 'failing', 'application'); null while enabled. */
+  disabled_reason?: string | null;
+  disabled_at?: string | null;
+  failing_since?: string | null;
 }
 
 /**

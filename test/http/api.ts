@@ -36,6 +36,8 @@ export interface LoggedDelivery {
   last_status: number | null;
   last_error: string | null;
   created_at: string;
+  /** The body its requests carried (one delivery's read, from the release that added it). */
+  payload?: string;
   attempt_log?: LoggedAttempt[];
 }
 

@@ -179,7 +179,8 @@ describe('the portal in a browser', () => {
     expect(first[2]).toBe('Enabled');
     expect(first[3]).toBe('All');
     expect((await rows.nth(1).locator('td').allInnerTexts())[3]).toBe('NEW_NFT, MOD_NFT');
-    expect((await rows.nth(2).locator('td').allInnerTexts())[2]).toBe('Disabled');
+    // Disabled by the application (PUT): said so, with when.
+    expect((await rows.nth(2).locator('td').allInnerTexts())[2]).toMatch(/^Disabled\nDisabled by hand on .+\.$/);
     await button(page, 'Load more').click();
     await until('the second page', async () => (await rows.count()) === 22);
     expect(await button(page, 'Load more').count()).toBe(0);
@@ -191,13 +192,14 @@ describe('the portal in a browser', () => {
     await button(page, 'Add endpoint').click();
     await page.getByRole('textbox', { name: 'Endpoint URL' }).fill('https://10.0.0.1/hooks');
     await button(page, 'Create').click();
-    // The service's reason (its X-Error-Detail), by the form. This run allows local receivers'
-    // origins, so the reason names that setting too.
+    // The service's reason (its X-Error-Detail), by the form, in the application's terms: this run
+    // allows local receivers' origins, and the reason says so without naming the server's setting.
     const alert = page.locator('form').getByRole('alert').filter({ hasText: 'HTTP 400' });
     await alert.waitFor();
     expect(await alert.textContent()).toBe(
-      'url origin https://10.0.0.1 is not in WEBHOOK_URL_ALLOWED_ORIGINS, and without it the url host is not a public address (HTTP 400)',
+      'url host is not a public address: https://10.0.0.1 is not one of the local receivers this service is set up to reach (HTTP 400)',
     );
+    expect(await page.locator('main').textContent()).not.toContain('WEBHOOK_URL_ALLOWED_ORIGINS');
     const url = receiver.url('/add');
     await page.getByRole('textbox', { name: 'Endpoint URL' }).fill(url);
     await button(page, 'Create').click();
@@ -228,7 +230,6 @@ describe('the portal in a browser', () => {
       'MEMBER_NFT_ADD',
       'MEMBER_NFT_SUB',
       'MEMBER_NFT_MERGE_ADD',
-      'webhook.test',
       // The operational events the service makes, for a webhook to subscribe to.
       'endpoint.disabled',
       'endpoint.failing',
@@ -238,6 +239,8 @@ describe('the portal in a browser', () => {
     ]) {
       await group.getByRole('checkbox', { name: type, exact: true }).waitFor({ timeout: 5000 });
     }
+    // The test event's type is not one to subscribe to: Send test event sends it whatever the types.
+    expect(await group.getByRole('checkbox', { name: 'webhook.test', exact: true }).count()).toBe(0);
     const url = receiver.url('/add-all');
     await page.getByRole('textbox', { name: 'Endpoint URL' }).fill(url);
     await page.getByRole('textbox', { name: 'Description' }).fill('Mints <b>and</b> edits');
@@ -450,7 +453,7 @@ describe('the portal in a browser', () => {
     );
   });
 
-  it('health: the last 24 hours and 7 days as text with the success rate, and a chart of 24 hourly bars', async () => {
+  it('health: the last 24 hours and 7 days as text with the attempts’ success rate, and a chart of 24 hourly bars', async () => {
     // needs: GET /v1.0/app/nft/webhook/stats
     const app = appOf('health');
     receiver.answer('/health', (n) => ({ status: n === 1 ? 204 : 500 }));
@@ -464,19 +467,20 @@ describe('the portal in a browser', () => {
       'the health text',
       async () => {
         const text = (await page.getByRole('region', { name: 'Health' }).textContent()) ?? '';
-        if (text.includes('Last 24 hours: 1 succeeded, 1 failed (50.0%)')) return true;
+        // Two deliveries: one succeeded at once, one failed four times (its retry schedule ran out).
+        if (text.includes('Last 24 hours: 1 succeeded, 1 failed; 5 attempts, 4 failed (20.0% succeeded)')) return true;
         await page.reload();
         return false;
       },
       20_000,
       1000,
     );
-    await page.getByText('Last 7 days: 1 succeeded, 1 failed (50.0%)').waitFor();
-    const chart = page.getByRole('img', { name: /Deliveries per hour over the last 24 hours/ });
+    await page.getByText('Last 7 days: 1 succeeded, 1 failed; 5 attempts, 4 failed (20.0% succeeded)').waitFor();
+    const chart = page.getByRole('img', { name: /Attempts per hour over the last 24 hours/ });
     expect(await chart.locator('g').count()).toBe(24);
   });
 
-  it('catalog: the page "Event types", each type with its description and example payload', async () => {
+  it('catalog: the page "Event types", each type with its description and the whole body a receiver gets', async () => {
     // needs: GET /v1.0/app/nft/event-types
     const app = appOf('catalog');
     const { page } = await open(await tokenFor(app));
@@ -498,9 +502,27 @@ describe('the portal in a browser', () => {
     ]) {
       const section = page.getByRole('region', { name: type, exact: true });
       await section.waitFor({ timeout: 5000 });
-      expect((await section.locator('p').textContent())?.length).toBeGreaterThan(0);
-      JSON.parse((await section.locator('pre').textContent()) ?? '');
+      expect((await section.locator('p').first().textContent())?.length).toBeGreaterThan(0);
+      // The body as deliveries send it: the type, a timestamp, and the catalog's example as data.
+      const body = JSON.parse((await section.locator('pre').textContent()) ?? '') as Record<string, unknown>;
+      expect(Object.keys(body)).toEqual(['type', 'timestamp', 'data']);
+      expect(body.type).toBe(type);
+      expect(Number.isNaN(Date.parse(String(body.timestamp)))).toBe(false);
+      expect(typeof body.data).toBe('object');
     }
+    const catalog = await api<{ event_types: { type: string; example: unknown }[] }>(
+      app,
+      'GET',
+      '/v1.0/app/nft/event-types',
+    );
+    const newNft = page.getByRole('region', { name: 'NEW_NFT', exact: true });
+    expect(JSON.parse((await newNft.locator('pre').textContent()) ?? '').data).toEqual(
+      catalog.value.event_types.find((t) => t.type === 'NEW_NFT')?.example,
+    );
+    await page
+      .getByRole('region', { name: 'webhook.test', exact: true })
+      .getByText(/not a type to subscribe to/)
+      .waitFor();
   });
 
   it('read-only link: no control that changes anything, on any page', async () => {
@@ -572,7 +594,7 @@ describe('the portal in a browser', () => {
     const app = appOf('int64');
     const token = await tokenFor(app);
     const big = '9007199254740993';
-    const webhook = `{"webhook_id":${big},"url":"https://example.com/big","is_enabled":true,"event_types":null,"created_at":"2026-01-01T00:00:00.000Z","updated_at":"2026-01-01T00:00:00.000Z"}`;
+    let webhook = `{"webhook_id":${big},"url":"https://example.com/big","is_enabled":true,"event_types":null,"created_at":"2026-01-01T00:00:00.000Z","updated_at":"2026-01-01T00:00:00.000Z"}`;
     const context = await browser.newContext();
     const page = await context.newPage();
     opened.push({ context, requests: [], token });
@@ -588,6 +610,8 @@ describe('the portal in a browser', () => {
         });
       if (url.pathname === PATH && route.request().method() === 'PUT') {
         sent = route.request().postData() ?? '';
+        // The page reads the webhook again after PUT (by the same exact id): now disabled by hand.
+        webhook = webhook.replace('"is_enabled":true', '"is_enabled":false,"disabled_reason":"application"');
         return route.fulfill({
           status: 200,
           contentType: 'application/json',

@@ -112,7 +112,11 @@ describe(`the upgrade stop from ${RELEASE} (the move) to this release (the move 
     receivers.push(downReceiver);
     dev = await startWranglerDev({ cwd: root, persistTo: state, envFile, logFile: join(folder, 'this.log') });
     const api = apiOf(dev.baseUrl, secret);
-    expect(await fullLog(api, okApp, ok.id)).toEqual(before.ok);
+    // As the release before showed it, plus what this release adds to one delivery's read: the
+    // body its request carried.
+    const now = await fullLog(api, okApp, ok.id);
+    expect(now.map(({ payload, ...rest }) => rest)).toEqual(before.ok);
+    expect(JSON.parse(String(now[0]?.payload))).toMatchObject({ type: 'NEW_NFT' });
     // The pending delivery: its alarm (set by the release before) sends it, once, as the same event.
     const [arrived] = await downReceiver.waitFor('/down', 1, 40_000);
     expect(arrived?.headers['webhook-id']).toBe(downEvent);

@@ -16,6 +16,8 @@ export interface DeliveryRow {
   last_status: number | null;
   last_error: string | null;
   created_at: string;
+  /** The exact body every attempt sends: read for one delivery only. */
+  payload?: string;
 }
 
 /** One recorded attempt, as the log shows it. */
@@ -51,7 +53,7 @@ export function listDeliveries(sql: SqlStorage, { before, status, type, limit }:
   return pageOf(rows, limit, (row) => row.delivery_id, DELIVERY_CURSOR);
 }
 
-/** One delivery of the application with every attempt, oldest first; null when there is none such. */
+/** One delivery of the application with its body and every attempt, oldest first; null when there is none such. */
 export function getDelivery(
   sql: SqlStorage,
   deliveryId: string,
@@ -59,7 +61,7 @@ export function getDelivery(
 ): { delivery: DeliveryRow; attempts: AttemptRow[] } | null {
   const [delivery] = sql
     .exec<DeliveryRow & Record<string, SqlStorageValue>>(
-      `SELECT ${DELIVERY_COLUMNS} FROM deliveries WHERE delivery_id = CAST(?1 AS INTEGER) AND app_id = ?2`,
+      `SELECT ${DELIVERY_COLUMNS}, payload FROM deliveries WHERE delivery_id = CAST(?1 AS INTEGER) AND app_id = ?2`,
       deliveryId,
       appId,
     )
@@ -91,7 +93,7 @@ export function eventOf(
   return row ?? null;
 }
 
-/** One hour's counters: deliveries created in it by their status now, attempts made in it. */
+/** One hour's counters: deliveries created in it by their status now, attempts made in it and how many of them failed. */
 export interface HourCounts {
   hour: string;
   pending: number;
@@ -99,6 +101,7 @@ export interface HourCounts {
   failed: number;
   cancelled: number;
   attempts: number;
+  failed_attempts: number;
 }
 
 /**
@@ -109,11 +112,11 @@ export function readHourCounts(sql: SqlStorage, since: string): HourCounts[] {
   return sql
     .exec<HourCounts & Record<string, SqlStorageValue>>(
       `SELECT hour, SUM(pending) AS pending, SUM(succeeded) AS succeeded, SUM(failed) AS failed,
-         SUM(cancelled) AS cancelled, SUM(attempts) AS attempts
+         SUM(cancelled) AS cancelled, SUM(attempts) AS attempts, SUM(failed_attempts) AS failed_attempts
        FROM (
-         SELECT hour, pending, succeeded, failed, cancelled, attempts FROM delivery_stats WHERE hour >= ?1
+         SELECT hour, pending, succeeded, failed, cancelled, attempts, failed_attempts FROM delivery_stats WHERE hour >= ?1
          UNION ALL
-         SELECT substr(created_at, 1, 13) || ':00:00Z' AS hour, 1, 0, 0, 0, 0
+         SELECT substr(created_at, 1, 13) || ':00:00Z' AS hour, 1, 0, 0, 0, 0, 0
          FROM deliveries INDEXED BY deliveries_due WHERE status = 'pending')
        WHERE hour >= ?1 GROUP BY hour ORDER BY hour`,
       since,

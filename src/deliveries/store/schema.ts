@@ -119,5 +119,28 @@ BEGIN
 END;
 `;
 
+/**
+ * Step 3: failed attempts counted per hour (by when they were made: no 2xx, a connection failure
+ * included), so health counts the failures of deliveries still retrying; the hours kept so far
+ * counted once from their attempts.
+ */
+const FAILED_ATTEMPTS = `
+ALTER TABLE delivery_stats ADD COLUMN failed_attempts INTEGER NOT NULL DEFAULT 0;
+UPDATE delivery_stats SET failed_attempts = f.n
+FROM (SELECT substr(attempted_at, 1, 13) || ':00:00Z' AS hour, COUNT(*) AS n FROM delivery_attempts
+      WHERE status IS NULL OR status NOT BETWEEN 200 AND 299 GROUP BY 1) AS f
+WHERE delivery_stats.hour = f.hour;
+CREATE TRIGGER IF NOT EXISTS delivery_stats_failed_attempt AFTER INSERT ON delivery_attempts
+WHEN NEW.status IS NULL OR NEW.status NOT BETWEEN 200 AND 299
+BEGIN
+  INSERT INTO delivery_stats (hour, failed_attempts) VALUES (substr(NEW.attempted_at, 1, 13) || ':00:00Z', 1)
+  ON CONFLICT (hour) DO UPDATE SET failed_attempts = failed_attempts + 1;
+END;
+`;
+
 /** The endpoint object's schema steps: step n takes version n - 1 to n. */
-export const ENDPOINT_SCHEMA: readonly SchemaStep[] = [(sql) => sql.exec(V1), (sql) => sql.exec(V2)];
+export const ENDPOINT_SCHEMA: readonly SchemaStep[] = [
+  (sql) => sql.exec(V1),
+  (sql) => sql.exec(V2),
+  (sql) => sql.exec(FAILED_ATTEMPTS),
+];

@@ -1,5 +1,6 @@
 // A webhook's health as its deliveries find it: when it started failing (cleared by a success), and
-// the service disabling it (410 Gone, or failing for too long) with its audit record. Statements
+// the service disabling it (410 Gone, or failing for too long: its disabled_reason 'gone' or
+// 'failing') with its audit record. Statements
 // that the deliveries' record adds to its own batch.
 import type { Db } from '../../platform/d1';
 import { AUDIT_COLUMNS, NOW, ROW_JSON } from './rows';
@@ -60,7 +61,8 @@ export function healthStatements(db: Db, health: HealthChange[], disable: Disabl
         .bind(JSON.stringify(disable)),
       db
         .prepare(
-          `UPDATE webhooks SET is_enabled = 0, updated_at = ${NOW}
+          `UPDATE webhooks SET is_enabled = 0, updated_at = ${NOW},
+             disabled_reason = CASE WHEN d.gone THEN 'gone' ELSE 'failing' END, disabled_at = ${NOW}
            FROM ${candidates}
            WHERE webhooks.webhook_id = d.id AND ${qualifies}`,
         )

@@ -2,7 +2,7 @@
 // record and its Idempotency-Key. One round trip.
 import type { Db } from '../../platform/d1';
 import { KEY_EXPIRED } from './keys';
-import { type Actor, AUDIT_COLUMNS, columnsOf, prefixed, ROW_JSON, type WebhookRow } from './rows';
+import { type Actor, AUDIT_COLUMNS, columnsOf, NOW, prefixed, ROW_JSON, type WebhookRow } from './rows';
 
 export interface NewWebhook {
   url: string;
@@ -61,8 +61,10 @@ export async function createWebhook(db: Db, hook: NewWebhook, actor: Actor): Pro
   const statements = [
     db
       .prepare(
-        `INSERT INTO webhooks (app_id, url, is_enabled, event_types, secret, description, rate_limit, filter, ordering)
-         SELECT ?1, ?2, ?3, ?7, ?8, ?9, ?10, ?11, ?12
+        `INSERT INTO webhooks (app_id, url, is_enabled, event_types, secret, description, rate_limit, filter, ordering,
+           disabled_reason, disabled_at)
+         SELECT ?1, ?2, ?3, ?7, ?8, ?9, ?10, ?11, ?12, CASE WHEN ?3 = 0 THEN 'application' END,
+           CASE WHEN ?3 = 0 THEN ${NOW} END
          WHERE NOT EXISTS (SELECT 1 FROM webhook_audit WHERE write_id = ?4)
            AND NOT EXISTS (SELECT 1 FROM idempotency_keys WHERE app_id = ?1 AND idem_key = ?6)
            AND NOT EXISTS (SELECT 1 FROM webhooks WHERE app_id = ?1 AND url_checked = 0)

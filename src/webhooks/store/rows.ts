@@ -17,7 +17,7 @@ export const ROW_JSON = `json_object(
     'webhook_id', webhook_id, 'app_id', app_id, 'url', url, 'is_enabled', is_enabled,
     'event_types', json(event_types), 'created_at', created_at, 'updated_at', updated_at,
     'description', description, 'rate_limit', rate_limit, 'filter', json(filter),
-    'ordering', ordering)`;
+    'ordering', ordering, 'disabled_reason', disabled_reason, 'disabled_at', disabled_at)`;
 
 /** A webhook as the store returns it: the id as decimal text, `is_enabled` as stored (0/1). */
 export interface WebhookRow {
@@ -35,6 +35,15 @@ export interface WebhookRow {
   filter: string | null;
   /** 'fifo': one delivery at a time, in order; null: none (and in rows recorded before ordering). */
   ordering: string | null;
+  /**
+   * Why it is disabled: 'gone', 'failing' or 'application'; null while enabled (and in rows
+   * recorded before reasons).
+   */
+  disabled_reason: string | null;
+  /** When it was disabled; null while enabled (and in rows recorded before reasons). */
+  disabled_at: string | null;
+  /** Its first failed attempt since its last success; null while it is not failing (and in recorded rows). */
+  failing_since: string | null;
 }
 
 /**
@@ -52,6 +61,9 @@ const rowColumns = (column: (name: string) => string = (name) => name, prefix = 
     'rate_limit',
     'filter',
     'ordering',
+    'disabled_reason',
+    'disabled_at',
+    'failing_since',
   ]
     .map((name) => `${column(name)} AS ${prefix}${name}`)
     .join(', ')}`;
@@ -75,6 +87,9 @@ export function prefixed(row: Record<string, unknown>, prefix: string): WebhookR
     rate_limit: pick('rate_limit') ?? null,
     filter: pick('filter') ?? null,
     ordering: pick('ordering') ?? null,
+    disabled_reason: pick('disabled_reason') ?? null,
+    disabled_at: pick('disabled_at') ?? null,
+    failing_since: pick('failing_since') ?? null,
   } as WebhookRow;
 }
 

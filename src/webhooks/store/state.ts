@@ -14,7 +14,8 @@ export interface StateChange {
  * when it had that state already (nothing changes, nothing is recorded), else 'changed'. Two statements: the
  * audit record (only for a real change, with the row before it), then the update, which matches
  * the application's webhook whatever its state (so its count tells found from missing) and keeps
- * `updated_at` when the state does not change.
+ * `updated_at` (and a disabled webhook its reason) when the state does not change. Disabling
+ * records the application as the reason; enabling clears the reason.
  */
 export async function setWebhookEnabled(
   db: Db,
@@ -36,7 +37,9 @@ export async function setWebhookEnabled(
       .prepare(
         `UPDATE webhooks
          SET is_enabled = ?3, updated_at = CASE WHEN is_enabled = ?3 THEN updated_at ELSE ${NOW} END,
-           failing_since = CASE WHEN is_enabled = 0 AND ?3 = 1 THEN NULL ELSE failing_since END
+           failing_since = CASE WHEN is_enabled = 0 AND ?3 = 1 THEN NULL ELSE failing_since END,
+           disabled_reason = CASE WHEN ?3 = 1 THEN NULL WHEN is_enabled = 1 THEN 'application' ELSE disabled_reason END,
+           disabled_at = CASE WHEN ?3 = 1 THEN NULL WHEN is_enabled = 1 THEN ${NOW} ELSE disabled_at END
          WHERE ${OWNED}`,
       )
       .bind(webhookId, actor.appId, state),
