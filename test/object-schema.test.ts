@@ -136,7 +136,7 @@ const schemaOf = (sql: SqlStorage) =>
 const iso = (ms: number) => new Date(ms).toISOString();
 
 describe('an Endpoint written by the release before', () => {
-  it('starts at this release's version with every delivery, attempt and counter (failed attempts counted from the attempts kept); its alarm sends the due one once and nothing twice', async () => {
+  it("starts at this release's version with every delivery, attempt and counter (failed attempts counted from the attempts kept); its alarm sends the due one once and nothing twice", async () => {
     const app = freshApp();
     const hook = await registerWebhook(app);
     const { requests } = receiver(() => new Response('ok'));
