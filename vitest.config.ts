@@ -48,6 +48,7 @@ const workers = {
           AUTO_DISABLE_AFTER_HOURS: '',
           DELIVERY_RETENTION_DAYS: '',
           ENDPOINT_RATE_LIMIT: '',
+          HISTORY_HOT_SECONDS: '',
           WEBHOOK_URL_ALLOWED_ORIGINS: '',
           PORTAL_FRAME_ANCESTORS: '',
           TEST_MIGRATIONS: migrations,

@@ -16,12 +16,19 @@ export interface DeliveryConfig {
   retentionDays: number;
   /** Attempts a second that any one endpoint is sent at most (ENDPOINT_RATE_LIMIT). */
   endpointRate: number;
+  /** Seconds a final delivery stays in its endpoint's object after its last change, before R2 (HISTORY_HOT_SECONDS). */
+  hotSeconds: number;
 }
 
 /** Attempts a second per endpoint when ENDPOINT_RATE_LIMIT is not set. */
 export const DEFAULT_ENDPOINT_RATE = 50;
 /** The most a rate limit may allow (ENDPOINT_RATE_LIMIT, a webhook's rate_limit). */
 export const MAX_ENDPOINT_RATE = 1000;
+
+/** Seconds a final delivery stays hot when HISTORY_HOT_SECONDS is not set: three days. */
+export const DEFAULT_HOT_SECONDS = 259_200;
+/** The most HISTORY_HOT_SECONDS may be: ten years (longer than any retention). */
+export const MAX_HOT_SECONDS = 315_360_000;
 
 export const DEFAULT_SCHEDULE = '5s 5m 30m 2h 5h 10h 10h';
 /** The longest delay of a schedule, and the most a receiver's Retry-After can ask for. */
@@ -62,5 +69,6 @@ export function deliveryConfig(env: object): DeliveryConfig {
     autoDisableHours: wholeNumber(env, 'AUTO_DISABLE_AFTER_HOURS', 120, 1, 8760),
     retentionDays: wholeNumber(env, 'DELIVERY_RETENTION_DAYS', 30, 1, 3650),
     endpointRate: wholeNumber(env, 'ENDPOINT_RATE_LIMIT', DEFAULT_ENDPOINT_RATE, 1, MAX_ENDPOINT_RATE),
+    hotSeconds: wholeNumber(env, 'HISTORY_HOT_SECONDS', DEFAULT_HOT_SECONDS, 1, MAX_HOT_SECONDS),
   }));
 }

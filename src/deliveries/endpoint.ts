@@ -10,16 +10,16 @@ import type { Page } from '../core/pages';
 import { newSchedule } from '../core/send-rate';
 import { startWithSchema } from '../platform/object-schema';
 import { allowedOrigins } from '../webhooks/url';
+import { ARCHIVE_BATCH, ArchiveReader, archivePass, purgeArchive } from './archive';
+import { historyDelivery, historyEvent, historyPage, restoreFailed } from './history';
 import { WAIT_SECONDS } from './schedule';
 import { type Notices, type Ordering, type SendSettings, sendDue } from './send';
+import { oldestArchived } from './store/archive';
 import {
   type AttemptRow,
   type DeliveryPageQuery,
   type DeliveryRow,
-  eventOf,
-  getDelivery,
   type HourCounts,
-  listDeliveries,
   readHourCounts,
 } from './store/log';
 import { oldestCreated, purgeDeliveries } from './store/retention';
@@ -51,11 +51,16 @@ export class Endpoint extends DurableObject<CloudflareBindings> {
   private arrived = false;
   /** When the retention last ran in this instance (ms). */
   private purgedAt = 0;
+  /** When archiving has work next (ms): the passes before it skip it. */
+  private archiveAt = 0;
+  /** The archive's objects, the last few read kept. */
+  private readonly archive: ArchiveReader;
 
   constructor(ctx: DurableObjectState, env: CloudflareBindings) {
     super(ctx, env);
     // Its tables at this release's version before any call or alarm reaches it.
     startWithSchema(ctx, ENDPOINT_SCHEMA);
+    this.archive = new ArchiveReader(env.HISTORY);
   }
 
   /** New deliveries handed over by their application's object (a repeat changes nothing); sent at once. */
@@ -67,21 +72,26 @@ export class Endpoint extends DurableObject<CloudflareBindings> {
     if (added > 0) await this.workArrived(Date.now());
   }
 
-  list(query: DeliveryPageQuery): Page<DeliveryRow> {
-    return listDeliveries(this.ctx.storage.sql, query);
+  /** A page of the delivery log, hot and archived deliveries alike. */
+  list(query: DeliveryPageQuery): Promise<Page<DeliveryRow>> {
+    return historyPage(this.ctx.storage, this.archive, query);
   }
 
-  get(deliveryId: string, appId: string): { delivery: DeliveryRow; attempts: AttemptRow[] } | null {
-    return getDelivery(this.ctx.storage.sql, deliveryId, appId);
+  get(deliveryId: string, appId: string): Promise<{ delivery: DeliveryRow; attempts: AttemptRow[] } | null> {
+    return historyDelivery(this.ctx.storage, this.archive, deliveryId, appId);
   }
 
   /** What a resend of the delivery copies; null when the application has none such here. */
-  eventOf(deliveryId: string, appId: string): { type: string; payload: string; message_id: string } | null {
-    return eventOf(this.ctx.storage.sql, deliveryId, appId);
+  eventOf(deliveryId: string, appId: string): Promise<{ type: string; payload: string; message_id: string } | null> {
+    return historyEvent(this.ctx.storage, this.archive, deliveryId, appId);
   }
 
-  /** Failed deliveries created in [since, until) attempted again, on a fresh schedule. Returns how many. */
+  /**
+   * Failed deliveries created in [since, until) attempted again, on a fresh schedule (archived
+   * ones made hot again first). Returns how many.
+   */
   async recover(since: string, until: string, now: string): Promise<number> {
+    await restoreFailed(this.ctx.storage, this.archive, Date.parse(since), Date.parse(until));
     const count = recoverDeliveries(this.ctx.storage.sql, since, until, now);
     if (count > 0) await this.workArrived(Date.now());
     return count;
@@ -158,22 +168,52 @@ export class Endpoint extends DurableObject<CloudflareBindings> {
     // Work that arrived during the passes may be due now (what arrives after this sets the alarm
     // itself).
     if (this.arrived) next = Date.now();
-    const retention = this.retain(config.retentionDays);
-    const wake = next === null ? retention : retention === null ? next : Math.min(next, retention);
+    const archiving = await this.archiveCold(webhookId, config.hotSeconds);
+    const retention = await this.retain(config.retentionDays);
+    const wake = [next, archiving, retention].reduce<number | null>(
+      (a, b) => (a === null ? b : b === null ? a : Math.min(a, b)),
+      null,
+    );
     if (wake === null) await this.ctx.storage.deleteAlarm();
     else await this.ctx.storage.setAlarm(Math.max(wake, Date.now()));
   }
 
-  /** Deletes what is past the retention, at most hourly; returns when it has work next (null: none). */
-  private retain(days: number): number | null {
+  /**
+   * Moves one batch of the deliveries that ended more than `hotSeconds` ago to the archive (R2);
+   * returns when it has work next (null: none). A full batch comes back at once; otherwise, at the
+   * earliest when the oldest delivery here could be cold, and no sooner than the hot time (at most
+   * an hour) after this pass, so deliveries still pending are not read again and again.
+   */
+  private async archiveCold(webhookId: string, hotSeconds: number): Promise<number | null> {
+    const hotMs = hotSeconds * 1000;
+    const now = Date.now();
+    if (now < this.archiveAt) return this.archiveAt;
+    const before = new Date(now - hotMs).toISOString();
+    const moved = await archivePass(this.ctx.storage, this.env.HISTORY, webhookId, before);
+    if (moved >= ARCHIVE_BATCH) return now;
+    const oldest = oldestCreated(this.ctx.storage.sql);
+    this.archiveAt = oldest === null ? 0 : Math.max(oldest + hotMs, now + Math.min(hotMs, HOUR_MS));
+    return oldest === null ? null : this.archiveAt;
+  }
+
+  /**
+   * Deletes what is past the retention, hot and archived, at most hourly; returns when it has
+   * work next (null: none).
+   */
+  private async retain(days: number): Promise<number | null> {
     const keepMs = days * 86_400_000;
     const now = Date.now();
     if (now - this.purgedAt >= HOUR_MS) {
       const rows = purgeDeliveries(this.ctx.storage, new Date(now - keepMs).toISOString(), PURGE_ROWS);
-      if (rows > 0) log('info', { msg: 'expired deliveries purged', rows });
+      const cold = await purgeArchive(this.ctx.storage, this.env.HISTORY, now - keepMs, PURGE_ROWS);
+      if (rows + cold.rows > 0)
+        log('info', { msg: 'expired deliveries purged', rows, archived: cold.rows, objects: cold.objects });
       this.purgedAt = now;
     }
-    const oldest = oldestCreated(this.ctx.storage.sql);
+    const oldest = [oldestCreated(this.ctx.storage.sql), oldestArchived(this.ctx.storage.sql)].reduce<number | null>(
+      (a, b) => (a === null ? b : b === null ? a : Math.min(a, b)),
+      null,
+    );
     return oldest === null ? null : Math.max(oldest + keepMs, this.purgedAt + HOUR_MS);
   }
 }
