@@ -4,6 +4,7 @@
 // a pending delivery and the outbox are sent by their alarms once, nothing twice.
 import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from 'cloudflare:test';
 import { afterEach, describe, expect, it, vi } from 'vitest';
+import { ENDPOINT_SCHEMA } from '../src/deliveries/store/schema';
 import { APPLICATION_SCHEMA } from '../src/events/store/schema';
 import { applicationOf, applicationSql, endpointOf, endpointSql, storedDelivery } from './helpers/objects';
 import { receiver } from './helpers/receiver';
@@ -128,7 +129,7 @@ const schemaOf = (sql: SqlStorage) =>
 const iso = (ms: number) => new Date(ms).toISOString();
 
 describe('an Endpoint written by the release before', () => {
-  it('starts at version 1 with every delivery, attempt and counter; its alarm sends the due one once and nothing twice', async () => {
+  it('starts at this release’s version with every delivery, attempt and counter; its alarm sends the due one once and nothing twice', async () => {
     const app = freshApp();
     const hook = await registerWebhook(app);
     const { requests } = receiver(() => new Response('ok'));
@@ -199,7 +200,7 @@ describe('an Endpoint written by the release before', () => {
 
     // This release's class starts on that storage.
     await evictDurableObject(stub);
-    expect(await endpointSql(hook.id, 'SELECT version FROM schema_version')).toEqual([{ version: 1 }]);
+    expect(await endpointSql(hook.id, 'SELECT version FROM schema_version')).toEqual([{ version: ENDPOINT_SCHEMA.length }]);
     expect(await runInDurableObject(stub, (_i, state) => schemaOf(state.storage.sql))).toEqual(fresh);
     expect(await endpointSql(hook.id, 'SELECT * FROM deliveries ORDER BY delivery_id')).toEqual(before.deliveries);
     expect(await endpointSql(hook.id, 'SELECT * FROM delivery_attempts ORDER BY delivery_id, attempt')).toEqual(
@@ -243,7 +244,7 @@ describe('an Endpoint written by the release before', () => {
     await evictDurableObject(stub);
     await runDurableObjectAlarm(stub);
     expect(requests).toHaveLength(1);
-    expect(await endpointSql(hook.id, 'SELECT version FROM schema_version')).toEqual([{ version: 1 }]);
+    expect(await endpointSql(hook.id, 'SELECT version FROM schema_version')).toEqual([{ version: ENDPOINT_SCHEMA.length }]);
     expect(await endpointSql(hook.id, 'SELECT COUNT(*) AS n FROM delivery_attempts')).toEqual([{ n: 6 }]);
   });
 });

@@ -1,0 +1,283 @@
+// Hot and cold: deliveries that ended move from the endpoint's object to R2 (HISTORY) from its
+// alarm, and read exactly as they did hot: the log's pages (filters, order, cursors spanning hot
+// and archived), one delivery with every attempt, the stats; recovery and resend send them with
+// their original body and webhook-id. A failed write to R2 leaves them hot; retention deletes
+// them, rows and objects.
+import { env, evictDurableObject, runInDurableObject } from 'cloudflare:test';
+import { Webhook as StandardWebhook } from 'standardwebhooks';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { purgeArchive } from '../src/deliveries/archive';
+import { deliverDue, endpointOf, endpointSql, makeDue } from './helpers/objects';
+import { receiver } from './helpers/receiver';
+import { expectValue } from './helpers/replies';
+import { fetchAndWait, ORIGIN, postJson, publishEvent, readLog, registerWebhook } from './helpers/requests';
+import { bearer, freshApp, tokenFor } from './helpers/tokens';
+
+afterEach(() => {
+  vi.restoreAllMocks();
+});
+
+const HOT = { HISTORY_HOT_SECONDS: '1' };
+/** The delivery ids of a reply, with their exact digits. */
+const idsIn = (text: string) => [...text.matchAll(/"delivery_id":(\d+)/g)].map((m) => m[1] as string);
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Rings the endpoint's alarm with these settings (the test env's, changed), as its object's own. */
+async function alarmWith(webhookId: string, settings: Record<string, unknown>): Promise<void> {
+  await runInDurableObject(endpointOf(webhookId), async (instance) => {
+    const object = instance as unknown as { env: object; archiveAt: number; alarm(): Promise<void> };
+    const own = object.env;
+    // An alarm under the test's own settings already said when archiving has work next (by them).
+    object.archiveAt = 0;
+    Object.defineProperty(object, 'env', { value: { ...env, ...settings }, configurable: true, writable: true });
+    try {
+      await object.alarm();
+    } finally {
+      Object.defineProperty(object, 'env', { value: own, configurable: true, writable: true });
+    }
+  });
+}
+
+/** Archives what ended more than a second ago: waits that second, then rings the alarm. */
+async function archive(webhookId: string, settings: Record<string, unknown> = {}): Promise<void> {
+  await sleep(1100);
+  await alarmWith(webhookId, { ...HOT, ...settings });
+}
+
+/** The R2 objects of the application's archive (its prefix). */
+const objectsOf = async (app: string) =>
+  (await env.HISTORY.list({ prefix: `${encodeURIComponent(app)}/` })).objects.map((o) => o.key);
+
+const hotIds = async (webhookId: string) =>
+  (
+    await endpointSql<{ id: string }>(
+      webhookId,
+      'SELECT CAST(delivery_id AS TEXT) AS id FROM deliveries ORDER BY delivery_id',
+    )
+  ).map((r) => r.id);
+const archivedIds = async (webhookId: string) =>
+  (
+    await endpointSql<{ id: string }>(
+      webhookId,
+      'SELECT CAST(delivery_id AS TEXT) AS id FROM archived ORDER BY delivery_id',
+    )
+  ).map((r) => r.id);
+
+/** The reply's value as text, exactly as written (field order, digits). */
+async function valueText(res: Response, usedD1 = true): Promise<string> {
+  const { text } = await expectValue(res, 200, { usedD1 });
+  return text;
+}
+
+/** Every page of the log for this query, `limit` at a time, following the cursors. */
+async function allPages(app: string, webhookId: string, query: string, limit: number): Promise<string[]> {
+  const headers = bearer(await tokenFor(app));
+  const texts: string[] = [];
+  let cursor: string | null = null;
+  do {
+    const q: string = `webhook_id=${webhookId}&limit=${limit}${query}${cursor === null ? '' : `&cursor=${cursor}`}`;
+    const text = await valueText(await readLog(q, headers));
+    texts.push(text);
+    cursor = (JSON.parse(text) as { value: { next_cursor: string | null } }).value.next_cursor;
+  } while (cursor !== null);
+  return texts;
+}
+
+/** Every reply the history gives: pages (filters, cursors), each delivery by id, the stats. */
+async function replies(app: string, webhookId: string, ids: string[]) {
+  const headers = bearer(await tokenFor(app));
+  const pages: Record<string, string[]> = {};
+  for (const [query, limit] of [
+    ['', 2],
+    ['', 50],
+    ['&status=succeeded', 1],
+    ['&status=failed', 2],
+    ['&status=pending', 2],
+    ['&type=MOD_NFT', 1],
+    ['&type=NEW_NFT&status=succeeded', 1],
+  ] as const) {
+    pages[`${query}/${limit}`] = await allPages(app, webhookId, query, limit);
+  }
+  const one: string[] = [];
+  for (const id of ids) one.push(await valueText(await readLog(`delivery_id=${id}`, headers), false));
+  const stats = await valueText(
+    await fetchAndWait({}, new Request(`${ORIGIN}/v1.0/app/nft/webhook/stats?webhook_id=${webhookId}`, { headers })),
+  );
+  return { pages, one, stats };
+}
+
+/**
+ * A webhook with five deliveries: succeeded (NEW_NFT, MOD_NFT, NEW_NFT), failed (twice 500,
+ * with a body), and the newest still pending (its receiver busy).
+ */
+async function history() {
+  const app = freshApp();
+  const hook = await registerWebhook(app);
+  let busy = false;
+  const { requests } = receiver((req) => {
+    if (busy) return new Response('busy', { status: 503 });
+    return req.body.includes('"gone"') ? new Response('gone for good', { status: 500 }) : new Response('ok');
+  });
+  const ids: string[] = [];
+  for (const [type, data] of [
+    ['NEW_NFT', { n: 1 }],
+    ['MOD_NFT', { n: 2 }],
+    ['NEW_NFT', { n: 3, gone: true }],
+    ['NEW_NFT', { n: 4 }],
+  ] as const) {
+    const made = (await publishEvent(app, type, data)).deliveryIds;
+    ids.push(...made);
+    await deliverDue(hook.id);
+    if ('gone' in data) {
+      // Its schedule's last attempt, failed too: the delivery fails.
+      await makeDue(hook.id, made[0] as string, 8);
+      await deliverDue(hook.id);
+    }
+  }
+  busy = true;
+  ids.push(...(await publishEvent(app, 'MOD_NFT', { n: 5 })).deliveryIds);
+  await deliverDue(hook.id);
+  return { app, hook, ids, requests };
+}
+
+describe('hot and cold', () => {
+  it('archives what ended to R2 from the alarm, and every read answers exactly as it did hot', async () => {
+    const { app, hook, ids } = await history();
+    const before = await replies(app, hook.id, ids);
+    expect(JSON.parse(before.one[2] as string).value).toMatchObject({
+      status: 'failed',
+      attempts: 9,
+      last_status: 500,
+    });
+
+    await archive(hook.id);
+    // Only the pending one is hot; the four that ended are slim rows, in one R2 object of the application's prefix.
+    expect(await hotIds(hook.id)).toEqual([ids[4]]);
+    expect(await archivedIds(hook.id)).toEqual(ids.slice(0, 4));
+    expect(await endpointSql(hook.id, 'SELECT COUNT(*) AS n FROM delivery_attempts')).toEqual([{ n: 1 }]);
+    const keys = await objectsOf(app);
+    expect(keys).toEqual([`${encodeURIComponent(app)}/${hook.id}/${ids[0]}-${ids[3]}.ndjson.gz`]);
+    // Compressed JSON lines, each delivery whole with its attempts and bodies.
+    const object = await env.HISTORY.get(keys[0] as string);
+    const lines = (await new Response(object?.body.pipeThrough(new DecompressionStream('gzip'))).text()).split('\n');
+    expect(lines.map((l) => JSON.parse(l).delivery_id)).toEqual(ids.slice(0, 4));
+    expect(JSON.parse(lines[2] as string).attempt_log).toMatchObject([
+      { attempt: 1, status: 500, body: 'gone for good' },
+      { attempt: 9, status: 500, body: 'gone for good' },
+    ]);
+
+    // Each page, filter and cursor, each delivery by id, the stats: the same text.
+    expect(await replies(app, hook.id, ids)).toEqual(before);
+    // Again from a fresh instance (nothing read before kept in memory).
+    await evictDurableObject(endpointOf(hook.id));
+    expect(await replies(app, hook.id, ids)).toEqual(before);
+  });
+
+  it('leaves them hot when the write to R2 fails, and archives them at a later alarm', async () => {
+    const { app, hook, ids } = await history();
+    const failing = {
+      ...env.HISTORY,
+      put: () => Promise.reject(new Error('R2 is down')),
+    };
+    await archive(hook.id, { HISTORY: failing });
+    expect(await hotIds(hook.id)).toEqual(ids);
+    expect(await archivedIds(hook.id)).toEqual([]);
+    expect(await objectsOf(app)).toEqual([]);
+    await archive(hook.id);
+    expect(await hotIds(hook.id)).toEqual([ids[4]]);
+    expect(await archivedIds(hook.id)).toEqual(ids.slice(0, 4));
+    expect(await objectsOf(app)).toHaveLength(1);
+  });
+
+  it('resends an archived delivery with its original body and webhook-id, signed', async () => {
+    const { app, hook, ids, requests } = await history();
+    const first = requests[0];
+    await archive(hook.id);
+    requests.length = 0;
+    const { res } = await postJson('delivery/resend', { delivery_id: ids[0] }, bearer(await tokenFor(app)));
+    const { text } = await expectValue(res, 202);
+    const resent = /"delivery_id":(\d+)/.exec(text)?.[1] as string;
+    expect(await hotIds(hook.id)).toContain(resent);
+    await alarmWith(hook.id, {});
+    const sent = requests.find((r) => r.body === first?.body);
+    expect(sent?.headers['webhook-id']).toBe(first?.headers['webhook-id']);
+    expect(() =>
+      new StandardWebhook(hook.secret).verify(sent?.body as string, {
+        'webhook-id': sent?.headers['webhook-id'] as string,
+        'webhook-timestamp': sent?.headers['webhook-timestamp'] as string,
+        'webhook-signature': sent?.headers['webhook-signature'] as string,
+      }),
+    ).not.toThrow();
+  });
+
+  it('recovers an archived failed delivery: hot again, sent with its original body and webhook-id, counted once', async () => {
+    const { app, hook, ids, requests } = await history();
+    const original = requests.find((r) => r.body.includes('"gone"'));
+    await archive(hook.id);
+    // The deliveries' counters (the attempts' too would count the recovered one's next attempt, which its alarm may make at once).
+    const stats = async () =>
+      endpointSql(hook.id, 'SELECT hour, pending, succeeded, failed, cancelled FROM delivery_stats');
+    const counted = await stats();
+    requests.length = 0;
+    const { res } = await postJson(
+      'recover',
+      { webhook_id: hook.id, since: new Date(Date.now() - 3_600_000).toISOString() },
+      bearer(await tokenFor(app)),
+    );
+    expect((await expectValue<{ deliveries: number }>(res, 202)).value).toEqual({ deliveries: 1 });
+    // Back whole: its row and its attempts, no longer archived; the counters moved it from failed to pending only.
+    expect(await hotIds(hook.id)).toEqual([ids[2], ids[4]]);
+    expect(await archivedIds(hook.id)).toEqual([ids[0], ids[1], ids[3]]);
+    expect(
+      await endpointSql(
+        hook.id,
+        'SELECT attempt, status, body FROM delivery_attempts WHERE delivery_id = CAST(?1 AS INTEGER) AND attempt < 10',
+        ids[2] as string,
+      ),
+    ).toEqual([
+      { attempt: 1, status: 500, body: 'gone for good' },
+      { attempt: 9, status: 500, body: 'gone for good' },
+    ]);
+    const [hour] = counted as { failed: number; pending: number }[];
+    expect(await stats()).toEqual([{ ...hour, failed: (hour?.failed ?? 0) - 1, pending: (hour?.pending ?? 0) + 1 }]);
+    await alarmWith(hook.id, {});
+    const again = requests.find((r) => r.body === original?.body);
+    expect(again?.headers['webhook-id']).toBe(original?.headers['webhook-id']);
+    expect(() =>
+      new StandardWebhook(hook.secret).verify(again?.body as string, {
+        'webhook-id': again?.headers['webhook-id'] as string,
+        'webhook-timestamp': again?.headers['webhook-timestamp'] as string,
+        'webhook-signature': again?.headers['webhook-signature'] as string,
+      }),
+    ).not.toThrow();
+  });
+
+  it('retention deletes archived rows past the cut-off and the R2 objects whose deliveries all are', async () => {
+    const { app, hook, ids } = await history();
+    await archive(hook.id);
+    const [first] = await objectsOf(app);
+    // A second object, of a later delivery.
+    const { deliveryIds: later } = await publishEvent(app, 'NEW_NFT', { n: 6 });
+    vi.restoreAllMocks();
+    receiver((req) => new Response(null, { status: req.body.includes('"n":6') ? 200 : 503 }));
+    await deliverDue(hook.id);
+    await archive(hook.id);
+    expect(await objectsOf(app)).toHaveLength(2);
+    const created = await endpointSql<{ created: number }>(
+      hook.id,
+      'SELECT created FROM archived ORDER BY delivery_id',
+    );
+    const cut = (created[3]?.created as number) + 1;
+    const purged = await runInDurableObject(endpointOf(hook.id), (_i, state) =>
+      purgeArchive(state.storage, env.HISTORY, cut, 1000),
+    );
+    expect(purged).toEqual({ rows: 4, objects: 1 });
+    expect(await archivedIds(hook.id)).toEqual(later);
+    expect(await objectsOf(app)).not.toContain(first);
+    expect(await objectsOf(app)).toHaveLength(1);
+    const headers = bearer(await tokenFor(app));
+    const page = await valueText(await readLog(`webhook_id=${hook.id}`, headers));
+    // Newest first: the later delivery (archived), the pending one (hot); the four purged are gone.
+    expect(idsIn(page)).toEqual([...later, ids[4]]);
+  });
+});
