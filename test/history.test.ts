@@ -6,7 +6,8 @@
 import { env, evictDurableObject, runInDurableObject } from 'cloudflare:test';
 import { Webhook as StandardWebhook } from 'standardwebhooks';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { purgeArchive } from '../src/deliveries/archive';
+import { ARCHIVE_BATCH, purgeArchive } from '../src/deliveries/archive';
+import { ENDPOINT_SCHEMA } from '../src/deliveries/store/schema';
 import { deliverDue, endpointOf, endpointSql, makeDue } from './helpers/objects';
 import { receiver } from './helpers/receiver';
 import { expectValue } from './helpers/replies';
@@ -279,5 +280,96 @@ describe('hot and cold', () => {
     const page = await valueText(await readLog(`webhook_id=${hook.id}`, headers));
     // Newest first: the later delivery (archived), the pending one (hot); the four purged are gone.
     expect(idsIn(page)).toEqual([...later, ids[4]]);
+  });
+});
+
+describe('an Endpoint written by the release before (version 1: every delivery hot)', () => {
+  it('takes the archive’s step, then archives its deliveries over time, a bounded batch an alarm, nothing lost', async () => {
+    const app = freshApp();
+    const hook = await registerWebhook(app);
+    receiver(() => new Response('ok'));
+    const stub = endpointOf(hook.id);
+    const created = new Date(Date.now() - 3_600_000).toISOString();
+    const count = ARCHIVE_BATCH + 20;
+    const base = 9_007_199_254_740_993n;
+    await runInDurableObject(stub, (_instance, state) => {
+      const { sql } = state.storage;
+      // What the release before left: the tables of version 1 only, every delivery in them.
+      for (const table of ['archived', 'archive_objects', 'archive_types']) sql.exec(`DROP TABLE IF EXISTS ${table}`);
+      sql.exec('UPDATE schema_version SET version = 1');
+      sql.exec(`INSERT OR IGNORE INTO endpoint (key, value) VALUES ('webhook_id', ?1)`, hook.id);
+      for (let i = 0; i < count; i++) {
+        const id = String(base + BigInt(i));
+        const status = ['succeeded', 'failed', 'cancelled'][i % 3] as string;
+        sql.exec(
+          `INSERT INTO deliveries (delivery_id, event_id, message_id, app_id, type, payload, status, attempts,
+             last_attempt_at, last_status, last_error, created_at)
+           VALUES (CAST(?1 AS INTEGER), ?2, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)`,
+          id,
+          `evt_${id}`,
+          app,
+          i % 2 === 0 ? 'NEW_NFT' : 'MOD_NFT',
+          `{"type":"NEW_NFT","timestamp":"${created}","data":{"i":${i}}}`,
+          status,
+          status === 'cancelled' ? 0 : 1,
+          status === 'cancelled' ? null : created,
+          status === 'succeeded' ? 200 : status === 'failed' ? 500 : null,
+          status === 'failed' ? 'HTTP 500' : null,
+          created,
+        );
+        if (status !== 'cancelled') {
+          sql.exec(
+            `INSERT INTO delivery_attempts (delivery_id, attempt, attempted_at, status, error, duration_ms, body)
+             VALUES (CAST(?1 AS INTEGER), 1, ?2, ?3, ?4, 7, ?5)`,
+            id,
+            created,
+            status === 'succeeded' ? 200 : 500,
+            status === 'failed' ? 'HTTP 500' : null,
+            `reply ${i}`,
+          );
+        }
+      }
+    });
+    const everything = async () => {
+      const pages = [];
+      let before: string | undefined;
+      let more = true;
+      while (more) {
+        const page = await stub.list({ limit: 100, ...(before === undefined ? {} : { before }) });
+        pages.push(page.rows);
+        before = page.rows.at(-1)?.delivery_id;
+        more = page.next !== null;
+      }
+      const one = [];
+      for (const i of [0, 1, 2, count - 1]) one.push(await stub.get(String(base + BigInt(i)), app));
+      return { pages, one, stats: await stub.stats(created.slice(0, 13)) };
+    };
+    const tables = () =>
+      endpointSql(
+        hook.id,
+        `SELECT (SELECT json_group_array(json_array(delivery_id, status, attempts, payload)) FROM deliveries) AS d,
+           (SELECT json_group_array(json_array(delivery_id, attempt, body)) FROM delivery_attempts) AS a,
+           (SELECT json_group_array(json_array(hour, succeeded, failed, cancelled, attempts)) FROM delivery_stats) AS s`,
+      );
+    const written = await tables();
+
+    // This release's class starts on that storage: step 2 makes the archive's tables, and every row is as it was.
+    await evictDurableObject(stub);
+    expect(await tables()).toEqual(written);
+    const before = await everything();
+    expect(before.pages.flat()).toHaveLength(count);
+    expect(await endpointSql(hook.id, 'SELECT version FROM schema_version')).toEqual([
+      { version: ENDPOINT_SCHEMA.length },
+    ]);
+    // One alarm archives one batch; the next, the rest.
+    await archive(hook.id);
+    expect(await archivedIds(hook.id)).toHaveLength(ARCHIVE_BATCH);
+    expect(await hotIds(hook.id)).toHaveLength(count - ARCHIVE_BATCH);
+    expect(await everything()).toEqual(before);
+    await alarmWith(hook.id, HOT);
+    expect(await hotIds(hook.id)).toEqual([]);
+    expect(await archivedIds(hook.id)).toHaveLength(count);
+    expect(await objectsOf(app)).toHaveLength(2);
+    expect(await everything()).toEqual(before);
   });
 });

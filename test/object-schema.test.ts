@@ -200,7 +200,9 @@ describe('an Endpoint written by the release before', () => {
 
     // This release's class starts on that storage.
     await evictDurableObject(stub);
-    expect(await endpointSql(hook.id, 'SELECT version FROM schema_version')).toEqual([{ version: ENDPOINT_SCHEMA.length }]);
+    expect(await endpointSql(hook.id, 'SELECT version FROM schema_version')).toEqual([
+      { version: ENDPOINT_SCHEMA.length },
+    ]);
     expect(await runInDurableObject(stub, (_i, state) => schemaOf(state.storage.sql))).toEqual(fresh);
     expect(await endpointSql(hook.id, 'SELECT * FROM deliveries ORDER BY delivery_id')).toEqual(before.deliveries);
     expect(await endpointSql(hook.id, 'SELECT * FROM delivery_attempts ORDER BY delivery_id, attempt')).toEqual(
@@ -244,7 +246,9 @@ describe('an Endpoint written by the release before', () => {
     await evictDurableObject(stub);
     await runDurableObjectAlarm(stub);
     expect(requests).toHaveLength(1);
-    expect(await endpointSql(hook.id, 'SELECT version FROM schema_version')).toEqual([{ version: ENDPOINT_SCHEMA.length }]);
+    expect(await endpointSql(hook.id, 'SELECT version FROM schema_version')).toEqual([
+      { version: ENDPOINT_SCHEMA.length },
+    ]);
     expect(await endpointSql(hook.id, 'SELECT COUNT(*) AS n FROM delivery_attempts')).toEqual([{ n: 6 }]);
   });
 });
