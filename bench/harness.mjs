@@ -93,8 +93,9 @@ export const FLOOR_OBJECTS = {
  * The bench's tool: a second Worker in the same Miniflare whose ENDPOINTS binding reaches the
  * worker under test's endpoint objects (the service's Endpoint, or the floor's FloorEndpoint) by
  * RPC, never through the worker under test: POST /seed {webhookId, deliveries, attempts} seeds
- * one (the service's Endpoint gets that method from SEEDING_ENTRY, the floor's has its own); POST /stats {webhookIds, since} sums their deliveries' counters; POST /size {webhookIds,
- * apps} (floor only) sums ctx.storage.sql.databaseSize.
+ * one (the service's Endpoint gets that method from seedingEntry, the floor's has its own); POST /stats {webhookIds, since} sums their deliveries' counters; POST /size {webhookIds,
+ * apps} (floor only) sums ctx.storage.sql.databaseSize; POST /call {webhookId, method} calls one of
+ * the methods a measurement adds to the service's Endpoint (startWorker's endpointMethods).
  */
 const TOOL_SCRIPT = `export default { async fetch(request, env) {
   const path = new URL(request.url).pathname;
@@ -112,6 +113,10 @@ const TOOL_SCRIPT = `export default { async fetch(request, env) {
     }));
     return Response.json(sums);
   }
+  if (path === '/call') {
+    const value = await env.ENDPOINTS.getByName(body.webhookId)[body.method]();
+    return Response.json(value ?? null);
+  }
   if (path === '/size') {
     const endpoints = await Promise.all(body.webhookIds.map((id) => env.ENDPOINTS.getByName(id).size()));
     const apps = await Promise.all(body.apps.map((id) => env.APPLICATIONS.getByName(id).size()));
@@ -123,9 +128,10 @@ const TOOL_SCRIPT = `export default { async fetch(request, env) {
 /**
  * The entry module of a service bundle run with the tool: the bundle's Worker and classes, its
  * Endpoint with one method more, `seed`, that writes deliveries with their state and attempts as
- * they are given (the delivery log's data; the service itself has no such path).
+ * they are given (the delivery log's data; the service itself has no such path), and the
+ * `methods` (their source) that a measurement adds.
  */
-const SEEDING_ENTRY = `import worker, { Endpoint as ServiceEndpoint } from './index.js';
+const seedingEntry = (methods) => `import worker, { Endpoint as ServiceEndpoint } from './index.js';
 export { Application } from './index.js';
 export default worker;
 export class Endpoint extends ServiceEndpoint {
@@ -151,6 +157,7 @@ export class Endpoint extends ServiceEndpoint {
       }
     });
   }
+  ${methods.join('\n  ')}
 }`;
 
 /** WEBHOOK_SECRET_KEY: the AES-256-GCM key that seals webhooks' signing secrets at rest. */
@@ -179,6 +186,8 @@ export async function startWorker({
   tool = false,
   persist,
   configuredLimits = false,
+  r2Buckets,
+  endpointMethods = [],
 }) {
   const main = {
     name: 'main',
@@ -191,13 +200,18 @@ export async function startWorker({
             // The service's bundle, behind the entry that gives its Endpoint the tool's seed.
             modulesRoot: new URL('.', scriptPath).pathname,
             modules: [
-              { type: 'ESModule', path: new URL('bench-seeding.js', scriptPath).pathname, contents: SEEDING_ENTRY },
+              {
+                type: 'ESModule',
+                path: new URL('bench-seeding.js', scriptPath).pathname,
+                contents: seedingEntry(endpointMethods),
+              },
               { type: 'ESModule', path: new URL(scriptPath).pathname, contents: readFileSync(new URL(scriptPath)) },
             ],
           }
         : { scriptPath: new URL(scriptPath).pathname, modulesRoot: new URL('.', scriptPath).pathname }),
     compatibilityDate: config.compatibility_date,
     d1Databases: { DB: 'bench' },
+    r2Buckets,
     queueProducers,
     queueConsumers,
     durableObjects,
