@@ -11,10 +11,10 @@ import { newSchedule } from '../core/send-rate';
 import { startWithSchema } from '../platform/object-schema';
 import { allowedOrigins } from '../webhooks/url';
 import { ARCHIVE_BATCH, ArchiveReader, archivePass, purgeArchive } from './archive';
-import { historyDelivery, historyEvent, historyPage, restoreFailed } from './history';
+import { failedInArchive, historyDelivery, historyEvent, historyPage } from './history';
 import { WAIT_SECONDS } from './schedule';
 import { type Notices, type Ordering, type SendSettings, sendDue } from './send';
-import { oldestArchived } from './store/archive';
+import { oldestArchived, restoreDeliveries } from './store/archive';
 import {
   type AttemptRow,
   type DeliveryPageQuery,
@@ -91,7 +91,9 @@ export class Endpoint extends DurableObject<CloudflareBindings> {
    * ones made hot again first). Returns how many.
    */
   async recover(since: string, until: string, now: string): Promise<number> {
-    await restoreFailed(this.ctx.storage, this.archive, Date.parse(since), Date.parse(until));
+    const cold = await failedInArchive(this.ctx.storage, this.archive, Date.parse(since), Date.parse(until));
+    // Back hot and recovered in one synchronous step: no archiving pass comes between.
+    restoreDeliveries(this.ctx.storage, cold);
     const count = recoverDeliveries(this.ctx.storage.sql, since, until, now);
     if (count > 0) await this.workArrived(Date.now());
     return count;

@@ -1,10 +1,10 @@
 // An endpoint's whole history, hot and archived, read as one: the delivery log's pages (hot rows
 // and slim rows merged by id, the archived ones' fields from their R2 objects), one delivery with
-// its attempts, what a resend copies, and failed deliveries brought back from the archive to be
-// recovered. An archived delivery reads exactly as it did hot: R2 holds its row as it was.
+// its attempts, what a resend copies, and the archived failed deliveries a recovery brings back.
+// An archived delivery reads exactly as it did hot: R2 holds its row as it was.
 import { DELIVERY_CURSOR, type Page, pageOf } from '../core/pages';
 import { type ArchiveReader, compareIds } from './archive';
-import { type ArchivedDelivery, archivedFailed, archivedOne, archivedPage, restoreDeliveries } from './store/archive';
+import { type ArchivedDelivery, archivedFailed, archivedOne, archivedPage } from './store/archive';
 import {
   type AttemptRow,
   type DeliveryPageQuery,
@@ -91,21 +91,15 @@ export async function historyEvent(
 }
 
 /**
- * The archived deliveries that failed, created in [since, until) (ms), made hot again, whole, so
- * that a recovery finds them as it finds hot ones. Returns how many came back.
+ * The archived deliveries that failed, created in [since, until) (ms), read whole from R2, to be
+ * made hot again (restoreDeliveries) by the caller in the same synchronous step as its recovery:
+ * nothing (an archiving pass) can run between the two.
  */
-export async function restoreFailed(
+export async function failedInArchive(
   storage: DurableObjectStorage,
   reader: ArchiveReader,
   since: number,
   until: number,
-): Promise<number> {
-  const byObject = new Map<string, { delivery_id: string; key: string }[]>();
-  for (const ref of archivedFailed(storage.sql, since, until)) {
-    byObject.set(ref.key, [...(byObject.get(ref.key) ?? []), ref]);
-  }
-  let restored = 0;
-  // One R2 object at a time: a recovery of many objects holds one in memory.
-  for (const refs of byObject.values()) restored += restoreDeliveries(storage, await reader.deliveries(refs));
-  return restored;
+): Promise<ArchivedDelivery[]> {
+  return reader.deliveries(archivedFailed(storage.sql, since, until));
 }
