@@ -373,3 +373,44 @@ describe('an Endpoint written by the release before (version 1: every delivery h
     expect(await everything()).toEqual(before);
   });
 });
+
+describe('an archiving pass', () => {
+  it('takes no more deliveries once their bodies pass about 4 MiB, and the next alarm takes the rest', async () => {
+    const app = freshApp();
+    const hook = await registerWebhook(app);
+    receiver(() => new Response('ok'));
+    const created = new Date(Date.now() - 3_600_000).toISOString();
+    // 100 events of 60 KiB (near the 64 KiB an event may be): 6 MiB in all.
+    const big = 'x'.repeat(60 * 1024);
+    const payload = `{"type":"NEW_NFT","timestamp":"${created}","data":{"blob":"${big}"}}`;
+    const ids = Array.from({ length: 100 }, (_, i) => String(9_007_199_254_800_000n + BigInt(i)));
+    await runInDurableObject(endpointOf(hook.id), (_instance, state) => {
+      const { sql } = state.storage;
+      sql.exec(`INSERT OR IGNORE INTO endpoint (key, value) VALUES ('webhook_id', ?1)`, hook.id);
+      for (const id of ids) {
+        sql.exec(
+          `INSERT INTO deliveries (delivery_id, event_id, message_id, app_id, type, payload, status, attempts,
+             last_attempt_at, last_status, created_at)
+           VALUES (CAST(?1 AS INTEGER), ?2, ?2, ?3, 'NEW_NFT', ?4, 'succeeded', 1, ?5, 200, ?5)`,
+          id,
+          `evt_${id}`,
+          app,
+          payload,
+          created,
+        );
+      }
+    });
+    await archive(hook.id);
+    const first = (await archivedIds(hook.id)).length;
+    // 4 MiB of 60 KiB payloads: 69 of them; the rest stay hot for the next alarm.
+    expect(first).toBe(Math.ceil((4 * 1024 * 1024) / payload.length));
+    expect(await hotIds(hook.id)).toEqual(ids.slice(first));
+    await alarmWith(hook.id, HOT);
+    expect(await archivedIds(hook.id)).toEqual(ids);
+    expect(await objectsOf(app)).toHaveLength(2);
+    // Each reads back whole, from either object.
+    for (const id of [ids[0], ids[first], ids[99]] as string[]) {
+      expect(await endpointOf(hook.id).eventOf(id, app)).toEqual({ type: 'NEW_NFT', payload, message_id: `evt_${id}` });
+    }
+  });
+});

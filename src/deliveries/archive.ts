@@ -7,6 +7,8 @@ import { type ArchivedDelivery, coldDeliveries, forgetObjects, markArchived, pur
 
 /** Deliveries one R2 object holds at most (one archiving pass writes one object). */
 export const ARCHIVE_BATCH = 500;
+/** Payload and reply-body bytes past which a batch takes no more deliveries (events up to 64 KiB). */
+const ARCHIVE_BATCH_BYTES = 4 * 1024 * 1024;
 /** Archived objects an endpoint object keeps read in memory (a page reads few, contiguous by id). */
 const CACHED_OBJECTS = 4;
 
@@ -26,19 +28,20 @@ async function compress(deliveries: ArchivedDelivery[]): Promise<ArrayBuffer> {
 }
 
 /**
- * One archiving pass: up to ARCHIVE_BATCH deliveries that ended and did not change since
- * `before` (ISO), of one application, written to one R2 object, then slim here. Returns how many
- * moved; 0 when none was due or the write failed (logged; they stay hot).
+ * One archiving pass: up to ARCHIVE_BATCH deliveries (and about ARCHIVE_BATCH_BYTES) that ended
+ * and did not change since `before` (ISO), of one application, written to one R2 object, then
+ * slim here. Returns how many moved, and whether the batch was full (more may wait); none moved
+ * when none was due or the write failed (logged; they stay hot).
  */
 export async function archivePass(
   storage: DurableObjectStorage,
   bucket: R2Bucket,
   webhookId: string,
   before: string,
-): Promise<number> {
-  const cold = coldDeliveries(storage.sql, before, ARCHIVE_BATCH);
+): Promise<{ moved: number; full: boolean }> {
+  const { deliveries: cold, more } = coldDeliveries(storage.sql, before, ARCHIVE_BATCH, ARCHIVE_BATCH_BYTES);
   const first = cold[0];
-  if (first === undefined) return 0;
+  if (first === undefined) return { moved: 0, full: false };
   // One application per object (a webhook has one; the key names it).
   const batch = cold.filter((d) => d.app_id === first.app_id).sort((a, b) => compareIds(a.delivery_id, b.delivery_id));
   const key = archiveKey(
@@ -53,11 +56,11 @@ export async function archivePass(
     });
   } catch (err) {
     log('error', { msg: 'archive write failed; deliveries stay hot', webhook_id: webhookId, key, error: String(err) });
-    return 0;
+    return { moved: 0, full: false };
   }
   const moved = markArchived(storage, key, batch);
   log('info', { msg: 'deliveries archived', webhook_id: webhookId, key, deliveries: moved });
-  return moved;
+  return { moved, full: more || batch.length < cold.length };
 }
 
 /** Two decimal int64 ids compared as numbers. */

@@ -31,30 +31,40 @@ const ROW_COLUMNS = `CAST(delivery_id AS TEXT) AS delivery_id, event_id, message
   attempts, schedule_start, recovery_id, next_attempt_at, last_attempt_at, last_status, last_error, created_at`;
 
 /**
- * Up to `limit` deliveries that ended and whose last change (their last attempt, else their
- * creation) is before `before`, oldest first, whole. Read through the index by age: a delivery
- * changes only after its creation, so none created since `before` can be one.
+ * Deliveries that ended and whose last change (their last attempt, else their creation) is before
+ * `before`, oldest first, whole: up to `limit` of them, and no more once their payloads and
+ * attempts' bodies pass `maxBytes` (so a batch of large events stays small in memory). Read
+ * through the index by age: a delivery changes only after its creation, so none created since
+ * `before` can be one. `more`: the batch was cut short, so more may wait.
  */
-export function coldDeliveries(sql: SqlStorage, before: string, limit: number): ArchivedDelivery[] {
-  const rows = sql
-    .exec<Omit<ArchivedDelivery, 'attempt_log'> & Record<string, SqlStorageValue>>(
-      `SELECT ${ROW_COLUMNS} FROM deliveries INDEXED BY deliveries_by_age
-       WHERE created_at < ?1 AND status <> 'pending' AND COALESCE(last_attempt_at, created_at) < ?1
-       ORDER BY created_at, delivery_id LIMIT ?2`,
-      before,
-      limit,
-    )
-    .toArray();
-  return rows.map((row) => ({
-    ...row,
-    attempt_log: sql
+export function coldDeliveries(
+  sql: SqlStorage,
+  before: string,
+  limit: number,
+  maxBytes: number,
+): { deliveries: ArchivedDelivery[]; more: boolean } {
+  const rows = sql.exec<Omit<ArchivedDelivery, 'attempt_log'> & Record<string, SqlStorageValue>>(
+    `SELECT ${ROW_COLUMNS} FROM deliveries INDEXED BY deliveries_by_age
+     WHERE created_at < ?1 AND status <> 'pending' AND COALESCE(last_attempt_at, created_at) < ?1
+     ORDER BY created_at, delivery_id LIMIT ?2`,
+    before,
+    limit,
+  );
+  const cold: ArchivedDelivery[] = [];
+  let bytes = 0;
+  for (const row of rows) {
+    const attempts = sql
       .exec<AttemptRow & Record<string, SqlStorageValue>>(
         `SELECT attempt, attempted_at, status, error, duration_ms, body FROM delivery_attempts
          WHERE delivery_id = CAST(?1 AS INTEGER) ORDER BY attempt`,
         row.delivery_id,
       )
-      .toArray(),
-  }));
+      .toArray();
+    cold.push({ ...row, attempt_log: attempts });
+    bytes += row.payload.length + attempts.reduce((sum, a) => sum + (a.body?.length ?? 0), 0);
+    if (bytes >= maxBytes) return { deliveries: cold, more: true };
+  }
+  return { deliveries: cold, more: cold.length >= limit };
 }
 
 /** The dictionary's code of an event type, added on first use. */
