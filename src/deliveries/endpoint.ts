@@ -38,6 +38,10 @@ const PASSES_PER_ALARM = 20;
 const PURGE_ROWS = 1000;
 const HOUR_MS = 3_600_000;
 
+/** The earliest of these times (ms); null when none is given. */
+const earliest = (...times: (number | null)[]) =>
+  times.reduce<number | null>((a, b) => (a === null ? b : b === null ? a : Math.min(a, b)), null);
+
 export class Endpoint extends DurableObject<CloudflareBindings> {
   private readonly schedule = newSchedule();
   /** Changes of the webhook that its operations told this object about (see webhookChanged). */
@@ -172,10 +176,7 @@ export class Endpoint extends DurableObject<CloudflareBindings> {
     if (this.arrived) next = Date.now();
     const archiving = await this.archiveCold(webhookId, config.hotSeconds);
     const retention = await this.retain(config.retentionDays);
-    const wake = [next, archiving, retention].reduce<number | null>(
-      (a, b) => (a === null ? b : b === null ? a : Math.min(a, b)),
-      null,
-    );
+    const wake = earliest(next, archiving, retention);
     if (wake === null) await this.ctx.storage.deleteAlarm();
     else await this.ctx.storage.setAlarm(Math.max(wake, Date.now()));
   }
@@ -212,10 +213,7 @@ export class Endpoint extends DurableObject<CloudflareBindings> {
         log('info', { msg: 'expired deliveries purged', rows, archived: cold.rows, objects: cold.objects });
       this.purgedAt = now;
     }
-    const oldest = [oldestCreated(this.ctx.storage.sql), oldestArchived(this.ctx.storage.sql)].reduce<number | null>(
-      (a, b) => (a === null ? b : b === null ? a : Math.min(a, b)),
-      null,
-    );
+    const oldest = earliest(oldestCreated(this.ctx.storage.sql), oldestArchived(this.ctx.storage.sql));
     return oldest === null ? null : Math.max(oldest + keepMs, this.purgedAt + HOUR_MS);
   }
 }
