@@ -34,35 +34,43 @@ describe('the archive under wrangler dev', () => {
     const one = () => api.call('GET', `${DELIVERY_PATH}?delivery_id=${log[1]?.delivery_id}`, app);
     const before = { page: await page(), one: await one() };
 
-    // The object of the three, in the local bucket, under the application's and webhook's prefix.
-    const [last, , first] = log.map((d) => d.delivery_id);
-    const key = `${app}/${webhookId}/${first}-${last}.ndjson.gz`;
-    const file = join(own.folder, 'object.gz');
-    await until(
-      `R2 object ${key}`,
-      async () => {
-        try {
-          await wranglerAsync([
-            'r2',
-            'object',
-            'get',
-            `nft-webhook-history/${key}`,
-            '--local',
-            '--persist-to',
-            worker.persistTo,
-            '--file',
-            file,
-          ]);
-          return true;
-        } catch {
-          return undefined;
-        }
+    // The alarm archives what has ended (one object or more, as the three become cold): its log
+    // names each R2 object, under the application's and the webhook's prefix.
+    const logFile = join(own.folder, 'wrangler-dev-1.log');
+    const archived = () =>
+      [
+        ...readFileSync(logFile, 'utf8').matchAll(
+          /"msg":"deliveries archived"[^}]*"key":"([^"]+)","deliveries":(\d+)/g,
+        ),
+      ].map((m) => ({ key: m[1] as string, deliveries: Number(m[2]) }));
+    const objects = await until(
+      () => `three deliveries archived (seen: ${JSON.stringify(archived())})`,
+      () => {
+        const seen = archived();
+        return seen.reduce((n, o) => n + o.deliveries, 0) >= 3 ? seen : undefined;
       },
       60_000,
-      1000,
+      500,
     );
-    const lines = gunzipSync(readFileSync(file)).toString('utf8').split('\n');
-    expect(lines.map((l) => JSON.parse(l).delivery_id)).toEqual([first, log[1]?.delivery_id, last]);
+    const ids: string[] = [];
+    for (const [i, { key }] of objects.entries()) {
+      expect(key.startsWith(`${app}/${webhookId}/`), key).toBe(true);
+      const file = join(own.folder, `object-${i}.gz`);
+      await wranglerAsync([
+        'r2',
+        'object',
+        'get',
+        `nft-webhook-history/${key}`,
+        '--local',
+        '--persist-to',
+        worker.persistTo,
+        '--file',
+        file,
+      ]);
+      const lines = gunzipSync(readFileSync(file)).toString('utf8').split('\n');
+      ids.push(...lines.map((l) => JSON.parse(l).delivery_id as string));
+    }
+    expect(ids).toEqual(log.map((d) => d.delivery_id).reverse());
     expect(await page()).toEqual(before.page);
     expect(await one()).toEqual(before.one);
   }, 180_000);
