@@ -49,6 +49,7 @@ const workers = {
           DELIVERY_RETENTION_DAYS: '',
           EVENT_DEDUPE_HOURS: '',
           ENDPOINT_RATE_LIMIT: '',
+          HISTORY_HOT_SECONDS: '',
           WEBHOOK_URL_ALLOWED_ORIGINS: '',
           PORTAL_FRAME_ANCESTORS: '',
           OPERATIONAL_WEBHOOK_URL: '',

@@ -3,17 +3,20 @@
 // scenario req/s, p50, p99, errors and the ratios to the references (median of the runs); the
 // delivery scenarios (throughput, fan-out, latency, isolation; bench/deliveries.mjs) against the
 // floor's Durable Objects (bench/floor-objects.ts); bytes per event in the objects and in D1
-// (bench/bytes.mjs, once); the bundle size and the module start-up time. Exits non-zero when a
+// (bench/bytes.mjs, once); bytes per archived delivery in an endpoint's object and in R2
+// (bench/archive.mjs, once); the bundle size and the module start-up time. Exits non-zero when a
 // target is missed, listing them. --baseline <git-rev> also runs that revision's production
 // bundle (the release before) against the same data, for the scenarios it has, and reports
 // service/baseline.
 //   node bench/bench.mjs [--runs N] [--seconds N] [--connections N] [--only <text>[,<text>]] [--baseline <rev>]
 //     [--deliveries N] [--fanout-events N] [--latency-events N] [--latency-rate N] [--bytes-events N] [--throughput-batch N]
 //     [--rows-events N] [--rows-isolated N]
+//     [--archive-deliveries N]
 //     [--bare-floor] [--no-limiters]
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { gzipSync } from 'node:zlib';
 import { build } from 'esbuild';
+import { ARCHIVE, measureArchive } from './archive.mjs';
 import { BYTES, measureBytes } from './bytes.mjs';
 import {
   cpuMs,
@@ -61,6 +64,8 @@ const queueOptions = {
   // Rows written per event: events published back to back, and events each alone.
   rowsEvents: option('--rows-events', 200),
   rowsIsolated: option('--rows-isolated', 5),
+  // Deliveries archived per round of bytes per archived delivery (ten rounds).
+  archiveDeliveries: option('--archive-deliveries', 2000),
   // Events per publish request of delivery throughput (10 deliveries each).
   throughputBatch: option('--throughput-batch', 100),
 };
@@ -68,6 +73,8 @@ const queueOptions = {
 const BASELINE_QUEUE_PRODUCERS = { DELIVERIES: 'bench-publish-deliveries' };
 /** D1's growth for bytes per event's events, at most (issue 21). */
 const D1_GROWTH_LIMIT = 64 * 1024;
+/** Bytes an archived delivery may keep in its endpoint's object, at most (50 a second for 30 days in 10 GB). */
+const ARCHIVED_BYTES_LIMIT = 77;
 // Targets of the whole service, not of one scenario.
 const TARGETS = { deliveryRatio: 0.9, bundleGzipBytes: 40 * 1024, startupMs: 10, rowsPerEvent: 20 };
 // --baseline: a scenario whose median service/baseline ratio is under this is slower than the
@@ -119,8 +126,9 @@ const withBaseline = scenarios.some((s) => s.baseline);
 const queueScenarios = QUEUE_SCENARIOS.filter(selected);
 const withBytes = selected(BYTES);
 const withRows = selected(ROWS);
+const withArchive = selected(ARCHIVE);
 const withHostile = selected(HOSTILE);
-if (scenarios.length === 0 && queueScenarios.length === 0 && !withBytes && !withRows && !withHostile)
+if (scenarios.length === 0 && queueScenarios.length === 0 && !withBytes && !withRows && !withArchive && !withHostile)
   throw new Error(`--only ${only}: no scenario's name has it`);
 
 // A scenario's `seconds` and `connections`, when it has them, take the place of the command
@@ -199,6 +207,13 @@ const rows = withRows
       floorScript,
       serviceObjects: SERVICE_OBJECTS,
       floorObjects: FLOOR_OBJECTS,
+      log: (line) => process.stdout.write(`${line}\n`),
+    }).catch((err) => ({ error: err.message }))
+  : null;
+const archive = withArchive
+  ? await measureArchive({
+      bundleUrl,
+      perRound: queueOptions.archiveDeliveries,
       log: (line) => process.stdout.write(`${line}\n`),
     }).catch((err) => ({ error: err.message }))
   : null;
@@ -646,6 +661,20 @@ if (bytes !== null) {
     console.log(`\n${BYTES} (${queueOptions.bytesEvents} events, 2 webhooks): ${line('service')}; ${line('floor')}`);
     if (bytes.service.d1_growth_bytes >= D1_GROWTH_LIMIT)
       failures.push(`${BYTES}: D1 grew ${bytes.service.d1_growth_bytes} bytes, target < ${D1_GROWTH_LIMIT}`);
+  }
+}
+
+if (archive !== null) {
+  report.archive = { ...archive, limit_object_bytes_per_archived_delivery: ARCHIVED_BYTES_LIMIT };
+  if (archive.error !== undefined) failures.push(`${ARCHIVE}: ${archive.error}`);
+  else {
+    const perDelivery = archive.object_bytes_per_archived_delivery;
+    console.log(
+      `\n${ARCHIVE} (${archive.deliveries} deliveries, ${archive.rounds} rounds): object ${perDelivery.toFixed(1)} B, ` +
+        `R2 ${archive.r2_bytes_per_delivery.toFixed(0)} B (${archive.r2_objects} objects, payload ${archive.payload_bytes} B)`,
+    );
+    if (perDelivery > ARCHIVED_BYTES_LIMIT)
+      failures.push(`${ARCHIVE}: ${perDelivery.toFixed(1)} B in the object, target <= ${ARCHIVED_BYTES_LIMIT}`);
   }
 }
 

@@ -95,7 +95,9 @@ export const FLOOR_OBJECTS = {
  * RPC, never through the worker under test: POST /seed {webhookId, deliveries, attempts} seeds
  * one (the service's Endpoint gets that method from seedingEntry, the floor's has its own); POST /stats {webhookIds, since} sums their deliveries' counters; POST /size {webhookIds,
  * apps} (floor only) sums ctx.storage.sql.databaseSize; POST /rows {webhookIds, apps} (workers
- * started with countRows) answers each object's rows written so far (COUNTING).
+ * started with countRows) answers each object's rows written so far (COUNTING); POST /call
+ * {webhookId, method} calls one of the methods a measurement adds to the service's Endpoint
+ * (startWorker's endpointMethods).
  */
 const TOOL_SCRIPT = `export default { async fetch(request, env) {
   const path = new URL(request.url).pathname;
@@ -118,6 +120,10 @@ const TOOL_SCRIPT = `export default { async fetch(request, env) {
     const apps = await Promise.all(body.apps.map((id) => env.APPLICATIONS.getByName(id).rowsWritten()));
     return Response.json({ endpoints, apps });
   }
+  if (path === '/call') {
+    const value = await env.ENDPOINTS.getByName(body.webhookId)[body.method]();
+    return Response.json(value ?? null);
+  }
   if (path === '/size') {
     const endpoints = await Promise.all(body.webhookIds.map((id) => env.ENDPOINTS.getByName(id).size()));
     const apps = await Promise.all(body.apps.map((id) => env.APPLICATIONS.getByName(id).size()));
@@ -128,11 +134,13 @@ const TOOL_SCRIPT = `export default { async fetch(request, env) {
 
 /**
  * The entry module of a service bundle run with the tool: the bundle's Worker and classes (counted
- * with `countRows`), its Endpoint with one method more, `seed`, that writes deliveries with their state and attempts as
- * they are given (the delivery log's data; the service itself has no such path).
+ * with `countRows`), its Endpoint with one method more, `seed`, that writes deliveries with their
+ * state and attempts as they are given (the delivery log's data; the service itself has no such
+ * path), and the `methods` (their source) that a measurement adds.
  */
 const seedingEntry = (
   countRows,
+  methods = [],
 ) => `import worker, { Endpoint as ServiceEndpoint, Application as ServiceApplication } from './index.js';
 ${countRows ? COUNTING : 'const counted = (Base) => Base;'}
 export default worker;
@@ -160,6 +168,7 @@ export class Endpoint extends counted(ServiceEndpoint) {
       }
     });
   }
+  ${methods.join('\n  ')}
 }`;
 
 /**
@@ -248,6 +257,8 @@ export async function startWorker({
   persist,
   configuredLimits = false,
   countRows = false,
+  r2Buckets,
+  endpointMethods = [],
 }) {
   const main = {
     name: 'main',
@@ -271,7 +282,7 @@ export async function startWorker({
               {
                 type: 'ESModule',
                 path: new URL('bench-seeding.js', scriptPath).pathname,
-                contents: seedingEntry(countRows),
+                contents: seedingEntry(countRows, endpointMethods),
               },
               { type: 'ESModule', path: new URL(scriptPath).pathname, contents: readFileSync(new URL(scriptPath)) },
             ],
@@ -279,6 +290,7 @@ export async function startWorker({
         : { scriptPath: new URL(scriptPath).pathname, modulesRoot: new URL('.', scriptPath).pathname }),
     compatibilityDate: config.compatibility_date,
     d1Databases: { DB: 'bench' },
+    r2Buckets,
     queueProducers,
     queueConsumers,
     durableObjects,

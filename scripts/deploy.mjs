@@ -10,7 +10,8 @@
 //      when the file still has the placeholder;
 //   3. refuses a database whose old delivery tables still hold rows (the release that moves them
 //      into the Durable Objects must run first, see RELEASE_WITH_MOVE);
-//   4. its queues (producers and consumers): each found, or created;
+//   4. its queues (producers and consumers): each found, or created; its R2 buckets (the archive of
+//      deliveries, HISTORY): each found, or created;
 //   5. checks that the required secrets are set (WEBHOOK_SECRET_KEYS or WEBHOOK_SECRET_KEY, and
 //      JWT_SECRET unless a public key or a JWK Set URL is configured), and stops naming the one
 //      missing; reads from D1 which keys sealed the stored signing secrets and refuses a key set
@@ -292,6 +293,19 @@ for (const queue of queues) {
     console.log(`Created queue ${queue}.`);
   } else {
     stop(`wrangler queues info ${queue} failed:\n${info.output}`);
+  }
+}
+
+// 4b. The R2 buckets: the archive of deliveries that ended (HISTORY).
+for (const bucket of (settings.r2_buckets ?? []).map((b) => b.bucket_name)) {
+  const info = wrangler(['r2', 'bucket', 'info', bucket, '--json'], { capture: true });
+  if (info.ok && info.output.includes(`"name": "${bucket}"`)) {
+    console.log(`Found R2 bucket ${bucket}.`);
+  } else if (/does not exist|10006/i.test(info.output)) {
+    wrangler(['r2', 'bucket', 'create', bucket]);
+    console.log(`Created R2 bucket ${bucket}.`);
+  } else {
+    stop(`wrangler r2 bucket info ${bucket} failed:\n${info.output}`);
   }
 }
 

@@ -18,6 +18,8 @@ export interface DeliveryConfig {
   dedupeHours: number;
   /** Attempts a second that any one endpoint is sent at most (ENDPOINT_RATE_LIMIT). */
   endpointRate: number;
+  /** Seconds a final delivery stays in its endpoint's object after its last change, before R2 (HISTORY_HOT_SECONDS). */
+  hotSeconds: number;
 }
 
 /** Hours publishing stays idempotent per source key when EVENT_DEDUPE_HOURS is not set. */
@@ -26,6 +28,11 @@ export const DEFAULT_DEDUPE_HOURS = 72;
 export const DEFAULT_ENDPOINT_RATE = 50;
 /** The most a rate limit may allow (ENDPOINT_RATE_LIMIT, a webhook's rate_limit). */
 export const MAX_ENDPOINT_RATE = 1000;
+
+/** Seconds a final delivery stays hot when HISTORY_HOT_SECONDS is not set: three days. */
+export const DEFAULT_HOT_SECONDS = 259_200;
+/** The most HISTORY_HOT_SECONDS may be: ten years (longer than any retention). */
+export const MAX_HOT_SECONDS = 315_360_000;
 
 export const DEFAULT_SCHEDULE = '5s 5m 30m 2h 5h 10h 10h';
 /** The longest delay of a schedule, and the most a receiver's Retry-After can ask for. */
@@ -71,6 +78,7 @@ export function deliveryConfig(env: object): DeliveryConfig {
       // The default is cut to a shorter retention; a value set above it is refused.
       dedupeHours: wholeNumber(env, 'EVENT_DEDUPE_HOURS', Math.min(DEFAULT_DEDUPE_HOURS, hours), 1, hours),
       endpointRate: wholeNumber(env, 'ENDPOINT_RATE_LIMIT', DEFAULT_ENDPOINT_RATE, 1, MAX_ENDPOINT_RATE),
+      hotSeconds: wholeNumber(env, 'HISTORY_HOT_SECONDS', DEFAULT_HOT_SECONDS, 1, MAX_HOT_SECONDS),
     };
   });
 }

@@ -13,19 +13,19 @@ import { nextDeliveryId } from '../events/store/delivery-ids';
 import { startWithSchema } from '../platform/object-schema';
 import { eraseStorage, keepRetention, retentionOf } from '../platform/object-settings';
 import { allowedOrigins } from '../webhooks/url';
+import { ArchiveReader, archivePass, purgeArchive } from './archive';
+import { failedInArchive, historyDelivery, historyEvent, historyPage } from './history';
 import { acceptWatcher, answerPings, tellWatchers, watcherClosed } from './live';
 import { sendPlatformDue } from './platform';
 import { WAIT_SECONDS } from './schedule';
 import { type Notices, type Ordering, type SendSettings, sendDue } from './send';
 import { lastDeliveryId } from './store/alerts';
+import { oldestArchived, restoreDeliveries } from './store/archive';
 import {
   type AttemptRow,
   type DeliveryPageQuery,
   type DeliveryRow,
-  eventOf,
-  getDelivery,
   type HourCounts,
-  listDeliveries,
   readHourCounts,
 } from './store/log';
 import { countHeld, oldestCreated, purgeDeliveries } from './store/retention';
@@ -44,6 +44,10 @@ const PASSES_PER_ALARM = 20;
 const PURGE_ROWS = 1000;
 const HOUR_MS = 3_600_000;
 
+/** The earliest of these times (ms); null when none is given. */
+const earliest = (...times: (number | null)[]) =>
+  times.reduce<number | null>((a, b) => (a === null ? b : b === null ? a : Math.min(a, b)), null);
+
 export class Endpoint extends DurableObject<CloudflareBindings> {
   private readonly schedule = newSchedule();
   /** Changes of the webhook that its operations told this object about (see webhookChanged). */
@@ -57,12 +61,17 @@ export class Endpoint extends DurableObject<CloudflareBindings> {
   private arrived = false;
   /** When the retention last ran in this instance (ms). */
   private purgedAt = 0;
+  /** When archiving has work next (ms): the passes before it skip it. */
+  private archiveAt = 0;
+  /** The archive's objects, the last few read kept. */
+  private readonly archive: ArchiveReader;
 
   constructor(ctx: DurableObjectState, env: CloudflareBindings) {
     super(ctx, env);
     // Its tables at this release's version before any call or alarm reaches it.
     startWithSchema(ctx, ENDPOINT_SCHEMA);
     answerPings(ctx);
+    this.archive = new ArchiveReader(env.HISTORY);
   }
 
   /** A page watching the deliveries (live.ts): the upgrade, once the Worker has checked its token. */
@@ -114,21 +123,28 @@ export class Endpoint extends DurableObject<CloudflareBindings> {
     await this.workArrived(Date.now());
   }
 
-  list(query: DeliveryPageQuery): Page<DeliveryRow> {
-    return listDeliveries(this.ctx.storage.sql, query);
+  /** A page of the delivery log, hot and archived deliveries alike. */
+  list(query: DeliveryPageQuery): Promise<Page<DeliveryRow>> {
+    return historyPage(this.ctx.storage, this.archive, query);
   }
 
-  get(deliveryId: string, appId: string): { delivery: DeliveryRow; attempts: AttemptRow[] } | null {
-    return getDelivery(this.ctx.storage.sql, deliveryId, appId);
+  get(deliveryId: string, appId: string): Promise<{ delivery: DeliveryRow; attempts: AttemptRow[] } | null> {
+    return historyDelivery(this.ctx.storage, this.archive, deliveryId, appId);
   }
 
   /** What a resend of the delivery copies; null when the application has none such here. */
-  eventOf(deliveryId: string, appId: string): { type: string; payload: string; message_id: string } | null {
-    return eventOf(this.ctx.storage.sql, deliveryId, appId);
+  eventOf(deliveryId: string, appId: string): Promise<{ type: string; payload: string; message_id: string } | null> {
+    return historyEvent(this.ctx.storage, this.archive, deliveryId, appId);
   }
 
-  /** Failed deliveries created in [since, until) attempted again, on a fresh schedule. Returns how many. */
+  /**
+   * Failed deliveries created in [since, until) attempted again, on a fresh schedule (archived
+   * ones made hot again first). Returns how many.
+   */
   async recover(since: string, until: string, now: string): Promise<number> {
+    const cold = await failedInArchive(this.ctx.storage, this.archive, Date.parse(since), Date.parse(until));
+    // Back hot and recovered in one synchronous step: no archiving pass comes between.
+    restoreDeliveries(this.ctx.storage, cold);
     const recovered = recoverDeliveries(this.ctx.storage.sql, since, until, now);
     tellWatchers(this.ctx, 'recorded', recovered);
     if (recovered.length > 0) await this.workArrived(Date.now());
@@ -246,24 +262,48 @@ export class Endpoint extends DurableObject<CloudflareBindings> {
     // Work that arrived during the last pass allowed may be due now (what arrives after this sets
     // the alarm itself).
     if (this.arrived) next = Date.now();
-    const retention = this.retain(retentionOf(this.ctx.storage, config.retentionDays));
-    const wake = next === null ? retention : retention === null ? next : Math.min(next, retention);
+    const archiving = await this.archiveCold(webhookId, config.hotSeconds);
+    const retention = await this.retain(retentionOf(this.ctx.storage, config.retentionDays));
+    const wake = earliest(next, archiving, retention);
     if (wake !== null) await this.ctx.storage.setAlarm(Math.max(wake, Date.now()));
     else if (!inAlarm) await this.ctx.storage.deleteAlarm();
   }
 
-  /** Deletes what is past the retention, at most hourly; returns when it has work next (null: none). */
-  private retain(days: number): number | null {
+  /**
+   * Moves one batch of the deliveries that ended more than `hotSeconds` ago to the archive (R2);
+   * returns when it has work next (null: none). A full batch comes back at once; otherwise, at the
+   * earliest when the oldest delivery here could be cold, and no sooner than the hot time (at most
+   * an hour) after this pass, so deliveries still pending are not read again and again.
+   */
+  private async archiveCold(webhookId: string, hotSeconds: number): Promise<number | null> {
+    const hotMs = hotSeconds * 1000;
+    const now = Date.now();
+    if (now < this.archiveAt) return this.archiveAt;
+    const before = new Date(now - hotMs).toISOString();
+    const { moved, full } = await archivePass(this.ctx.storage, this.env.HISTORY, webhookId, before);
+    if (moved > 0 && full) return now;
+    const oldest = oldestCreated(this.ctx.storage.sql);
+    this.archiveAt = oldest === null ? 0 : Math.max(oldest + hotMs, now + Math.min(hotMs, HOUR_MS));
+    return oldest === null ? null : this.archiveAt;
+  }
+
+  /**
+   * Deletes what is past the retention, hot and archived, at most hourly; returns when it has
+   * work next (null: none).
+   */
+  private async retain(days: number): Promise<number | null> {
     const keepMs = days * 86_400_000;
     const now = Date.now();
     if (now - this.purgedAt >= HOUR_MS) {
       const rows = purgeDeliveries(this.ctx.storage, new Date(now - keepMs).toISOString(), PURGE_ROWS);
-      if (rows > 0) log('info', { msg: 'expired deliveries purged', rows });
+      const cold = await purgeArchive(this.ctx.storage, this.env.HISTORY, now - keepMs, PURGE_ROWS);
+      if (rows + cold.rows > 0)
+        log('info', { msg: 'expired deliveries purged', rows, archived: cold.rows, objects: cold.objects });
       // A full step leaves more past the retention (a backlog, a shorter retention just set): the
       // next pass purges again at once.
-      this.purgedAt = rows >= PURGE_ROWS ? now - HOUR_MS : now;
+      this.purgedAt = rows >= PURGE_ROWS || cold.rows >= PURGE_ROWS ? now - HOUR_MS : now;
     }
-    const oldest = oldestCreated(this.ctx.storage.sql);
+    const oldest = earliest(oldestCreated(this.ctx.storage.sql), oldestArchived(this.ctx.storage.sql));
     return oldest === null ? null : Math.max(oldest + keepMs, this.purgedAt + HOUR_MS);
   }
 }

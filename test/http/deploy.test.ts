@@ -32,6 +32,8 @@ const allowedOrigins = (config: string, env?: string) =>
 interface Account {
   databases: { uuid: string; name: string }[];
   queues: string[];
+  /** Its R2 buckets (absent: none). */
+  buckets?: string[];
   secrets: string[] | null;
   keysInUse?: { key_id: string; secrets: number }[] | null;
   put?: Record<string, string>;
@@ -67,6 +69,19 @@ if (a === 'd1' && b === 'list') {
   state.queues.push(c);
   save();
   console.log('✅ Created queue ' + c);
+} else if (a === 'r2' && b === 'bucket' && c === 'info') {
+  const name = argv[3];
+  if ((state.buckets ?? []).includes(name)) {
+    console.log(JSON.stringify({ name, created: '2026-01-01T00:00:00.000Z', location: 'ENAM', object_count: '0' }, null, 2));
+  } else {
+    console.error('✘ [ERROR] A request to the Cloudflare API (/accounts/a/r2/buckets/' + name + ') failed.');
+    console.error('  The specified bucket does not exist. [code: 10006]');
+    process.exit(1);
+  }
+} else if (a === 'r2' && b === 'bucket' && c === 'create') {
+  state.buckets = [...(state.buckets ?? []), argv[3]];
+  save();
+  console.log("✅ Created bucket '" + argv[3] + "' with default storage class of Standard.");
 } else if (a === 'secret' && b === 'list') {
   if (state.secrets === null) {
     console.error('✘ [ERROR] Worker "nft-webhook-api-' + env + '" (env: ' + env + ') not found.');
@@ -185,6 +200,8 @@ const databaseId = (config: string, env: string) =>
 
 const PRODUCTION_QUEUES = ['nft-webhook-events'];
 const STAGING_QUEUES = ['nft-webhook-events-staging'];
+const PRODUCTION_BUCKETS = ['nft-webhook-history'];
+const STAGING_BUCKETS = ['nft-webhook-history-staging'];
 /** A read of the database (the old tables, the post-deploy migrations applied) or a post-deploy migration. */
 const D1_EXECUTE = 'd1 execute DB --remote --json --command';
 const POST_DEPLOY = ['0001_drop_moved_tables.sql'];
@@ -192,7 +209,7 @@ const SECRETS = ['JWT_SECRET', 'WEBHOOK_SECRET_KEY'];
 const KEYS_IN_USE = 'd1 execute DB --remote --json --command <keys in use>';
 
 describe('npm run deploy -- --env <staging|production>', () => {
-  it('on an empty account: creates the database (writing its id) and the queues, checks the secrets, migrates, deploys', () => {
+  it('on an empty account: creates the database (writing its id), the queues and the R2 bucket, checks the secrets, migrates, deploys', () => {
     const run = deploy(['--env', 'production'], { databases: [], queues: [], secrets: SECRETS });
     expect(run.status, run.all).toBe(0);
     expect(run.steps).toEqual([
@@ -202,6 +219,8 @@ describe('npm run deploy -- --env <staging|production>', () => {
       D1_EXECUTE,
       'queues info nft-webhook-events',
       'queues create nft-webhook-events',
+      'r2 bucket info nft-webhook-history --json',
+      'r2 bucket create nft-webhook-history',
       'secret list --format json',
       KEYS_IN_USE,
       'd1 migrations apply DB --remote',
@@ -213,10 +232,12 @@ describe('npm run deploy -- --env <staging|production>', () => {
     expect(run.account).toEqual({
       databases: [{ uuid: CREATED_ID, name: 'nft-webhooks' }],
       queues: PRODUCTION_QUEUES,
+      buckets: PRODUCTION_BUCKETS,
       secrets: SECRETS,
       postDeploy: POST_DEPLOY,
     });
     expect(run.stdout).toContain(`Created D1 database nft-webhooks (id ${CREATED_ID}).`);
+    expect(run.stdout).toContain('Created R2 bucket nft-webhook-history.');
     expect(run.stdout).toContain(`Wrote database_id = "${CREATED_ID}"`);
     expect(run.stdout).toContain('Created queue nft-webhook-events.');
     expect(run.stdout).toContain(`Post-deploy migrations applied: ${POST_DEPLOY.join(', ')}.`);
@@ -233,6 +254,7 @@ describe('npm run deploy -- --env <staging|production>', () => {
         { uuid: 'bbbbbbbb-0000-0000-0000-000000000002', name: 'nft-webhooks-staging' },
       ],
       queues: [...PRODUCTION_QUEUES, ...STAGING_QUEUES],
+      buckets: [...PRODUCTION_BUCKETS, ...STAGING_BUCKETS],
       secrets: ['JWT_SECRET', 'WEBHOOK_SECRET_KEY', 'OTHER'],
       postDeploy: POST_DEPLOY,
     };
@@ -243,6 +265,7 @@ describe('npm run deploy -- --env <staging|production>', () => {
         'd1 list --json',
         D1_EXECUTE,
         'queues info nft-webhook-events-staging',
+        'r2 bucket info nft-webhook-history-staging --json',
         'secret list --format json',
         KEYS_IN_USE,
         'd1 migrations apply DB --remote',
@@ -252,6 +275,7 @@ describe('npm run deploy -- --env <staging|production>', () => {
       for (const argv of run.calls) expect(argv.slice(-2)).toEqual(['--env', 'staging']);
       expect(run.stdout).toContain('Found D1 database nft-webhooks-staging (id bbbbbbbb-0000-0000-0000-000000000002).');
       expect(run.stdout).toContain('Found queue nft-webhook-events-staging.');
+      expect(run.stdout).toContain('Found R2 bucket nft-webhook-history-staging.');
       expect(run.stdout).toContain('Post-deploy migrations applied: none pending.');
       expect(run.stdout).not.toContain('Created');
       expect(databaseId(run.config, 'staging')).toBe('bbbbbbbb-0000-0000-0000-000000000002');
@@ -358,6 +382,7 @@ describe('npm run deploy over a database of the releases before the Durable Obje
   const account = (extra: Partial<Account>): Account => ({
     databases: [{ uuid: 'aaaaaaaa-0000-0000-0000-000000000001', name: 'nft-webhooks' }],
     queues: PRODUCTION_QUEUES,
+    buckets: PRODUCTION_BUCKETS,
     secrets: SECRETS,
     ...extra,
   });
@@ -395,6 +420,7 @@ describe('npm run deploy over a database of the releases before the Durable Obje
       D1_EXECUTE,
       D1_EXECUTE,
       'queues info nft-webhook-events',
+      'r2 bucket info nft-webhook-history --json',
       'secret list --format json',
       KEYS_IN_USE,
       'd1 migrations apply DB --remote',
@@ -558,6 +584,7 @@ describe('npm run deploy and the key set that seals signing secrets', () => {
   const account = (keysInUse: Account['keysInUse'], secrets = SECRETS): Account => ({
     databases: [{ uuid: 'aaaaaaaa-0000-0000-0000-000000000001', name: 'nft-webhooks' }],
     queues: PRODUCTION_QUEUES,
+    buckets: PRODUCTION_BUCKETS,
     secrets,
     keysInUse,
   });

@@ -138,9 +138,35 @@ BEGIN
 END;
 `;
 
+/**
+ * Step 4: the archive (docs/storage.md, "The archive"). A delivery that ended and went to R2
+ * keeps one slim row here: its id, its status and type as one small code (`status | type << 2`,
+ * the type by a dictionary), its R2 object (by number), its creation in milliseconds. Each R2
+ * object has a row: its key, the ids and creation times its deliveries span.
+ */
+const ARCHIVE = `
+CREATE TABLE archive_types (code INTEGER PRIMARY KEY, type TEXT NOT NULL UNIQUE);
+CREATE TABLE archive_objects (
+  object_id     INTEGER PRIMARY KEY,
+  key           TEXT    NOT NULL,
+  first_id      INTEGER NOT NULL,
+  last_id       INTEGER NOT NULL,
+  first_created INTEGER NOT NULL,
+  last_created  INTEGER NOT NULL
+);
+CREATE INDEX archive_objects_by_age ON archive_objects (first_created);
+CREATE TABLE archived (
+  delivery_id INTEGER PRIMARY KEY,
+  code        INTEGER NOT NULL,
+  object_id   INTEGER NOT NULL,
+  created     INTEGER NOT NULL
+) WITHOUT ROWID;
+`;
+
 /** The endpoint object's schema steps: step n takes version n - 1 to n. */
 export const ENDPOINT_SCHEMA: readonly SchemaStep[] = [
   (sql) => sql.exec(V1),
   (sql) => sql.exec(V2),
   (sql) => sql.exec(FAILED_ATTEMPTS),
+  (sql) => sql.exec(ARCHIVE),
 ];
