@@ -74,7 +74,8 @@ export async function historyDelivery(
   const hot = getDelivery(storage.sql, deliveryId, appId);
   if (hot !== null) return hot;
   const d = await archivedDelivery(storage, reader, deliveryId, appId);
-  return d === null ? null : { delivery: rowOf(d), attempts: d.attempt_log };
+  // With its body, as one delivery's read shows it hot.
+  return d === null ? null : { delivery: { ...rowOf(d), payload: d.payload }, attempts: d.attempt_log };
 }
 
 /** What a resend copies of a delivery, hot or archived: its event's type, body and message id. */
