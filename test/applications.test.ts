@@ -10,10 +10,11 @@ import {
   appQuery,
   callApplication,
 } from './helpers/applications';
-import { applicationOf, endpointOf } from './helpers/objects';
+import { applicationOf, endpointOf, endpointSql } from './helpers/objects';
 import { receiver } from './helpers/receiver';
 import { expectApplicationFail, expectEnvelope, expectInvalidToken, expectValue } from './helpers/replies';
 import { fetchWith, publishEvent, registerWebhook } from './helpers/requests';
+import { daysAgo } from './helpers/time';
 import { bearer, freshApp, platformToken, tokenFor } from './helpers/tokens';
 
 afterEach(() => {
@@ -76,11 +77,22 @@ describe('PUT /v1.0/platform/nft/application', () => {
     expect(await keptBy(endpointOf(before.id))).toBeUndefined();
     await expectValue(await putRetention({ app_id: app, retention_days: 120 }));
     expect(await keptBy(endpointOf(before.id))).toBe(120);
-    // Its endpoint applies it from its next alarm (at once), which then rings again when its
-    // oldest delivery is 120 days old, not 30.
+    // Its endpoint applies it from its next alarm (at once): a delivery that ended 60 days ago,
+    // which DELIVERY_RETENTION_DAYS (30) would delete, is kept (archived, as it ended long ago).
+    await endpointSql(
+      before.id,
+      `INSERT INTO deliveries (delivery_id, event_id, message_id, app_id, type, payload, status, created_at)
+       VALUES (7, 'evt_old', 'evt_old', ?1, 'NEW_NFT', '{}', 'succeeded', ?2)`,
+      app,
+      daysAgo(60),
+    );
     await runDurableObjectAlarm(endpointOf(before.id));
-    const alarm = await runInDurableObject(endpointOf(before.id), (_i, state) => state.storage.getAlarm());
-    expect(alarm as number).toBeGreaterThan(Date.now() + 119 * 86_400_000);
+    expect(
+      await endpointSql(
+        before.id,
+        'SELECT delivery_id AS id FROM deliveries WHERE delivery_id = 7 UNION ALL SELECT delivery_id FROM archived WHERE delivery_id = 7',
+      ),
+    ).toEqual([{ id: 7 }]);
     const after = await registerWebhook(app, { url: `https://${app}.example.com/other` });
     expect(await keptBy(endpointOf(after.id))).toBeUndefined();
     await publishEvent(app);

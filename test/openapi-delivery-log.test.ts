@@ -89,6 +89,9 @@ describe('docs/openapi.json: the delivery log', () => {
     // A newer one, not attempted yet (`log-gone` is disabled now: it gets none).
     pending = await deliveryOf(hook, await publish('app-l'));
     foreign = await insertWebhook('app-m');
+    // Delivery ids are unique within an application (they carry its event's number and its
+    // endpoint's): app-m's is made past app-l's numbers, so that it names no delivery of app-l.
+    for (let i = 0; i < 3; i++) await publish('app-m');
     theirs = await deliveryOf(foreign, await publish('app-m'));
 
     const first = await fetchWith({}, log(`webhook_id=${hook}&limit=1`, bearer(token)));
