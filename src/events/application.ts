@@ -14,7 +14,7 @@ import { log } from '../core/log';
 import { lastStart, newSchedule, type SendSchedule, takeSlots } from '../core/send-rate';
 import { startWithSchema } from '../platform/object-schema';
 import { type Filters, filterTargets, matchesHere } from './filtering';
-import { forgetEvents, oldestKept } from './store/dedupe';
+import { forgetEvents, hasLegacyEvents, oldestKept } from './store/dedupe';
 import { Sequence, webhookOf } from './store/delivery-ids';
 import { holdsDeliveries, rememberEndpoints } from './store/endpoints';
 import { type EventToStore, insertEvents, type NewDelivery, type StoredEvent } from './store/events';
@@ -56,6 +56,8 @@ export class Application extends DurableObject<CloudflareBindings> {
   private readonly handing = new Map<string, Promise<void>>();
   /** The events' sequence numbers, which their deliveries' ids carry. */
   private readonly sequence = new Sequence();
+  /** Whether events stored by the releases before may remain (false once none does: none comes). */
+  private legacyEvents = true;
 
   constructor(ctx: DurableObjectState, env: CloudflareBindings) {
     super(ctx, env);
@@ -85,8 +87,10 @@ export class Application extends DurableObject<CloudflareBindings> {
     // does it. Written only when none is set, not for every publish.
     if ((await this.ctx.storage.getAlarm()) === null) await this.ctx.storage.setAlarm(Date.now() + HANDOVER_RETRY_MS);
     const sql = this.ctx.storage.sql;
+    if (this.legacyEvents) this.legacyEvents = hasLegacyEvents(sql);
     const ids = {
       sequence: this.sequence,
+      legacyEvents: this.legacyEvents,
       dedupeSince: new Date(Date.now() - deliveryConfig(this.env).dedupeHours * HOUR_MS).toISOString(),
     };
     const stored = this.ctx.storage.transactionSync(() =>

@@ -45,20 +45,26 @@ export function nextDeliveryId(last: string | null, now: number): string {
 export class Sequence {
   private next: bigint | null = null;
 
-  /** The next number, or null when the sequence is used up. Call it in the transaction that uses it. */
-  take(sql: SqlStorage): bigint | null {
+  /**
+   * The numbers of one call: its `take` gives the next one, or null when the sequence is used up.
+   * Call it, and its `take`, in the transaction that uses them.
+   */
+  begin(sql: SqlStorage): () => bigint | null {
     const [row] = sql.exec<{ last: string }>(`SELECT last FROM ids WHERE name = 'sequence'`).toArray();
-    const reserved = row === undefined ? 0n : BigInt(row.last);
-    const n = this.next ?? reserved + 1n;
-    if (n > MAX_SEQUENCE) return null;
-    if (n > reserved) {
-      sql.exec(
-        `INSERT INTO ids (name, last) VALUES ('sequence', ?1) ON CONFLICT (name) DO UPDATE SET last = excluded.last`,
-        (n + SEQUENCE_BLOCK - 1n).toString(),
-      );
-    }
-    this.next = n + 1n;
-    return n;
+    let reserved = row === undefined ? 0n : BigInt(row.last);
+    return () => {
+      const n = this.next ?? reserved + 1n;
+      if (n > MAX_SEQUENCE) return null;
+      if (n > reserved) {
+        reserved = n + SEQUENCE_BLOCK - 1n;
+        sql.exec(
+          `INSERT INTO ids (name, last) VALUES ('sequence', ?1) ON CONFLICT (name) DO UPDATE SET last = excluded.last`,
+          reserved.toString(),
+        );
+      }
+      this.next = n + 1n;
+      return n;
+    };
   }
 }
 

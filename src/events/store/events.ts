@@ -41,6 +41,8 @@ export interface EventToStore {
 export interface IdState {
   sequence: Sequence;
   dedupeSince: string;
+  /** Whether the events table of the releases before may still hold events (see store/dedupe.ts). */
+  legacyEvents: boolean;
 }
 
 /** What storing an event did: its id (an earlier one's when published before), and the deliveries made now. */
@@ -62,6 +64,7 @@ export function insertEvents(
   targets: string[][],
   ids: IdState,
 ): StoredEvent[] {
+  const take = ids.sequence.begin(sql);
   const numbers = new Map<string, number | null>();
   const numberOf = (webhookId: string) => {
     let n = numbers.get(webhookId);
@@ -89,11 +92,11 @@ export function insertEvents(
   const stored = events.map((event, i): StoredEvent => {
     // Without a source key, the event's own id: the same event handed over again is not stored twice.
     const key = event.sourceKey ?? `${EVENT_KEY}${event.eventId}`;
-    const found = publishedEvent(sql, key, event.eventId, ids.dedupeSince);
+    const found = publishedEvent(sql, key, event.eventId, ids.dedupeSince, ids.legacyEvents);
     if (found !== null) return { eventId: found, deliveryIds: [] };
     rememberEvent(sql, key, event.eventId, event.createdAt);
     const hooks = targets[i] ?? [];
-    const sequence = hooks.length > 0 ? ids.sequence.take(sql) : null;
+    const sequence = hooks.length > 0 ? take() : null;
     const handover: Target[] = hooks.map((webhookId) => {
       const n = sequence === null ? null : numberOf(webhookId);
       const id = sequence !== null && n !== null ? carriedId(sequence, n) : indexedId(webhookId, event.createdAt);

@@ -38,14 +38,20 @@ export function outbox(sql: SqlStorage, limit: number, eventIds?: string[]): Han
  * with nothing left leaves the outbox, the others keep only those.
  */
 export function handedOver(sql: SqlStorage, handovers: Handover[], failed: ReadonlySet<string>): void {
+  const done: string[] = [];
   for (const h of handovers) {
     const left: Target[] = h.deliveries
       .filter((d) => failed.has(d.webhookId))
       .map((d) => [d.delivery.delivery_id, d.webhookId]);
-    if (left.length === 0) sql.exec('DELETE FROM outbox WHERE event_id = ?1', h.eventId);
+    if (left.length === 0) done.push(h.eventId);
     else if (left.length < h.deliveries.length) {
       sql.exec('UPDATE outbox SET targets = ?2 WHERE event_id = ?1', h.eventId, JSON.stringify(left));
     }
+  }
+  // The events handed over whole leave in one statement.
+  if (done.length === 1) sql.exec('DELETE FROM outbox WHERE event_id = ?1', done[0] as string);
+  else if (done.length > 1) {
+    sql.exec('DELETE FROM outbox WHERE event_id IN (SELECT value FROM json_each(?1))', JSON.stringify(done));
   }
 }
 
