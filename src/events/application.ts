@@ -18,7 +18,7 @@ import { forgetEvents, hasLegacyEvents, oldestKept } from './store/dedupe';
 import { Sequence, webhookOf } from './store/delivery-ids';
 import { holdsDeliveries, rememberEndpoints } from './store/endpoints';
 import { type EventToStore, insertEvents, type NewDelivery, type StoredEvent } from './store/events';
-import { handedOver, outbox, outboxEmpty } from './store/outbox';
+import { type Handover, handedOver, outbox, outboxEmpty } from './store/outbox';
 import { oldestEvent, purgeEvents } from './store/retention';
 import { APPLICATION_SCHEMA } from './store/schema';
 import { changeValues, countValues, dropValues, pageValues } from './store/values';
@@ -93,11 +93,11 @@ export class Application extends DurableObject<CloudflareBindings> {
       legacyEvents: this.legacyEvents,
       dedupeSince: new Date(Date.now() - deliveryConfig(this.env).dedupeHours * HOUR_MS).toISOString(),
     };
+    const made: Handover[] = [];
     const stored = this.ctx.storage.transactionSync(() =>
-      insertEvents(sql, events, filterTargets(sql, events, targets, filters), ids),
+      insertEvents(sql, events, filterTargets(sql, events, targets, filters), ids, made),
     );
     // Its own events only: those of publishes under way are theirs to hand over.
-    const made = stored.filter((s) => s.deliveryIds.length > 0).map((s) => s.eventId);
     if (made.length > 0 && !(await this.handOver(made))) await this.retrySoon();
     return stored;
   }
@@ -199,11 +199,13 @@ export class Application extends DurableObject<CloudflareBindings> {
   }
 
   /**
-   * Hands the outbox's deliveries (only those of `eventIds` when given) to their endpoints'
-   * objects, one call per webhook; false when one could not take them (they stay in the outbox).
+   * Hands the outbox's deliveries (only those of `made`, a publish's own, when given) to their
+   * endpoints' objects, one call per webhook; false when one could not take them (they stay in
+   * the outbox).
    */
-  private async handOver(eventIds?: string[]): Promise<boolean> {
-    const handovers = outbox(this.ctx.storage.sql, eventIds?.length ?? HANDOVER_EVENTS, eventIds);
+  private async handOver(made?: Handover[]): Promise<boolean> {
+    // A publish hands over what it has just stored (as the outbox holds it); the alarm reads the outbox.
+    const handovers = made ?? outbox(this.ctx.storage.sql, HANDOVER_EVENTS);
     const byWebhook = groupBy(
       handovers.flatMap((h) => h.deliveries),
       (d) => d.webhookId,

@@ -4,6 +4,7 @@
 
 import { EVENT_KEY, publishedEvent, rememberEvent } from './dedupe';
 import { carriedId, endpointNumber, nextDeliveryId, type Sequence } from './delivery-ids';
+import type { Handover } from './outbox';
 
 /** A delivery still to hand over: its id and its webhook. */
 export type Target = [deliveryId: string, webhookId: string];
@@ -56,13 +57,15 @@ export interface StoredEvent {
  * Stores events with one delivery per target webhook each (`targets[i]`: the webhook ids of
  * `events[i]`), the deliveries in the outbox too. An event whose source key the application
  * published within the deduplication window is not stored again and makes no delivery: that
- * event's id is returned. Call it in a transaction: all or nothing.
+ * event's id is returned. The handovers it makes are pushed to `made` too (as the outbox holds
+ * them). Call it in a transaction: all or nothing.
  */
 export function insertEvents(
   sql: SqlStorage,
   events: EventToStore[],
   targets: string[][],
   ids: IdState,
+  made: Handover[] = [],
 ): StoredEvent[] {
   const take = ids.sequence.begin(sql);
   const numbers = new Map<string, number | null>();
@@ -117,6 +120,10 @@ export function insertEvents(
         JSON.stringify(body),
         JSON.stringify(handover),
       );
+      made.push({
+        eventId: event.eventId,
+        deliveries: handover.map(([id, webhookId]) => ({ webhookId, delivery: { delivery_id: id, ...body } })),
+      });
     }
     return { eventId: event.eventId, deliveryIds: handover.map(([id]) => id) };
   });

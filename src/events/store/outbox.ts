@@ -9,20 +9,17 @@ export interface Handover {
 }
 
 /**
- * The outbox: at most `limit` events with deliveries still to hand over, only those of `eventIds`
- * when given (a publish hands over its own, the alarm all), in the order they were stored (by
- * their first delivery's id: an event's deliveries are made in order, and ids only grow), so a
- * FIFO endpoint is handed its deliveries in order.
+ * The outbox: at most `limit` events with deliveries still to hand over, in the order they were
+ * stored (by their first delivery's id: an event's deliveries are made in order, and ids only
+ * grow), so a FIFO endpoint is handed its deliveries in order.
  */
-export function outbox(sql: SqlStorage, limit: number, eventIds?: string[]): Handover[] {
+export function outbox(sql: SqlStorage, limit: number): Handover[] {
   return sql
     .exec<{ event_id: string; event: string; targets: string }>(
       `SELECT event_id, event, targets FROM outbox
-       WHERE ?2 IS NULL OR event_id IN (SELECT value FROM json_each(?2))
        ORDER BY CAST(json_extract(targets, '$[0][0]') AS INTEGER)
        LIMIT ?1`,
       limit,
-      eventIds === undefined ? null : JSON.stringify(eventIds),
     )
     .toArray()
     .map((row) => {
