@@ -56,6 +56,11 @@ export class Application extends DurableObject<CloudflareBindings> {
   private readonly handing = new Map<string, Promise<void>>();
   /** The events' sequence numbers, which their deliveries' ids carry. */
   private readonly sequence = new Sequence();
+  /**
+   * An alarm is known to be set (this instance saw or set it since it last rang): publish need not
+   * read it. Code that deletes this object's alarm must set this false.
+   */
+  private alarmSet = false;
   /** Whether events stored by the releases before may remain (false once none does: none comes). */
   private legacyEvents = true;
 
@@ -85,7 +90,10 @@ export class Application extends DurableObject<CloudflareBindings> {
     // An alarm is set before the write (it rings at least hourly while the object keeps events):
     // should the handover below never finish, that alarm, or the next start of this object,
     // does it. Written only when none is set, not for every publish.
-    if ((await this.ctx.storage.getAlarm()) === null) await this.ctx.storage.setAlarm(Date.now() + HANDOVER_RETRY_MS);
+    if (!this.alarmSet) {
+      if ((await this.ctx.storage.getAlarm()) === null) await this.ctx.storage.setAlarm(Date.now() + HANDOVER_RETRY_MS);
+      this.alarmSet = true;
+    }
     const sql = this.ctx.storage.sql;
     if (this.legacyEvents) this.legacyEvents = hasLegacyEvents(sql);
     const ids = {
@@ -108,6 +116,7 @@ export class Application extends DurableObject<CloudflareBindings> {
     if (alarm === null || alarm > Date.now() + HANDOVER_RETRY_MS) {
       await this.ctx.storage.setAlarm(Date.now() + HANDOVER_RETRY_MS);
     }
+    this.alarmSet = true;
   }
 
   /** The webhook whose endpoint holds the delivery, or null when the application has none such. */
@@ -179,6 +188,8 @@ export class Application extends DurableObject<CloudflareBindings> {
   }
 
   override async alarm(): Promise<void> {
+    // The alarm ringing now is spent: whether one is set again is decided below.
+    this.alarmSet = false;
     let handed = await this.handOver();
     while (handed && !outboxEmpty(this.ctx.storage.sql)) handed = await this.handOver();
     const { retentionDays: days, dedupeHours } = deliveryConfig(this.env);
@@ -191,10 +202,12 @@ export class Application extends DurableObject<CloudflareBindings> {
     // More to hand over, or more keys past the window than one alarm forgets: soon again.
     if (!handed || !outboxEmpty(this.ctx.storage.sql) || keys >= PURGE_ROWS) {
       await this.ctx.storage.setAlarm(Date.now() + HANDOVER_RETRY_MS);
+      this.alarmSet = true;
     } else if (keeps) {
       // Hourly while it keeps anything: the retention's next step, and the guard of the handovers
       // of publishes to come (see publish).
       await this.ctx.storage.setAlarm(Date.now() + HOUR_MS);
+      this.alarmSet = true;
     }
   }
 
