@@ -54,6 +54,8 @@ export class Application extends DurableObject<CloudflareBindings> {
   private readonly endpoints = new Set<string>();
   /** Each endpoint's last handover under way: the next one to it starts after it (see handTo). */
   private readonly handing = new Map<string, Promise<void>>();
+  /** The endpoints' numbers known committed (a number, once given, never changes). */
+  private readonly numbers = new Map<string, number>();
   /** The events' sequence numbers, which their deliveries' ids carry. */
   private readonly sequence = new Sequence();
   /**
@@ -97,6 +99,8 @@ export class Application extends DurableObject<CloudflareBindings> {
     const sql = this.ctx.storage.sql;
     if (this.legacyEvents) this.legacyEvents = hasLegacyEvents(sql);
     const ids = {
+      numbers: this.numbers,
+      given: new Map<string, number>(),
       sequence: this.sequence,
       legacyEvents: this.legacyEvents,
       dedupeSince: new Date(Date.now() - deliveryConfig(this.env).dedupeHours * HOUR_MS).toISOString(),
@@ -105,6 +109,7 @@ export class Application extends DurableObject<CloudflareBindings> {
     const stored = this.ctx.storage.transactionSync(() =>
       insertEvents(sql, events, filterTargets(sql, events, targets, filters), ids, made),
     );
+    for (const [webhookId, n] of ids.given) this.numbers.set(webhookId, n);
     // Its own events only: those of publishes under way are theirs to hand over.
     if (made.length > 0 && !(await this.handOver(made))) await this.retrySoon();
     return stored;

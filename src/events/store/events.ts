@@ -44,6 +44,10 @@ export interface IdState {
   dedupeSince: string;
   /** Whether the events table of the releases before may still hold events (see store/dedupe.ts). */
   legacyEvents: boolean;
+  /** Endpoint numbers known committed (they never change); read, not written, here. */
+  numbers: ReadonlyMap<string, number>;
+  /** The endpoint numbers read or given by this call: known committed once its transaction is. */
+  given: Map<string, number>;
 }
 
 /** What storing an event did: its id (an earlier one's when published before), and the deliveries made now. */
@@ -70,10 +74,11 @@ export function insertEvents(
   const take = ids.sequence.begin(sql);
   const numbers = new Map<string, number | null>();
   const numberOf = (webhookId: string) => {
-    let n = numbers.get(webhookId);
+    let n = ids.numbers.get(webhookId) ?? numbers.get(webhookId);
     if (n === undefined) {
       n = endpointNumber(sql, webhookId);
       numbers.set(webhookId, n);
+      if (n !== null) ids.given.set(webhookId, n);
     }
     return n;
   };
