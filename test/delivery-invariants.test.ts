@@ -181,7 +181,7 @@ describe('publishing', () => {
       payload: '{"type":"NEW_NFT","data":{}}',
       created_at: new Date().toISOString(),
     };
-    const id = (BigInt(deliveryIds[0] as string) + (1n << 20n) * 5n).toString();
+    const id = (BigInt(deliveryIds[0] as string) + (1n << 14n) * 5n).toString();
     await runInDurableObject(stub, async (_i, state) => {
       state.storage.sql.exec(
         'INSERT INTO outbox (event_id, event, targets) VALUES (?1, ?2, ?3)',

@@ -104,7 +104,7 @@ export function insertEvents(
     if (found !== null) return { eventId: found, deliveryIds: [] };
     rememberEvent(sql, key, event.eventId, event.createdAt);
     const hooks = targets[i] ?? [];
-    const sequence = hooks.length > 0 ? take() : null;
+    const sequence = hooks.length > 0 ? take(Date.now()) : null;
     const handover: Target[] = hooks.map((webhookId) => {
       const n = sequence === null ? null : numberOf(webhookId);
       const id = sequence !== null && n !== null ? carriedId(sequence, n) : indexedId(webhookId, event.createdAt);
