@@ -10,7 +10,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { Webhook } from 'standardwebhooks';
-import { addWebhooks, secretOf, startWorker } from './harness.mjs';
+import { addWebhooks, option, secretOf, startWorker } from './harness.mjs';
 import { EVENT_PATH, EVENTS_PATH, nftData } from './scenarios.mjs';
 
 export const THROUGHPUT = 'delivery throughput';
@@ -26,6 +26,12 @@ export const DELIVERY_BINDINGS = { ENDPOINT_RATE_LIMIT: '1000' };
 // 100; latency's one of three; isolation's two of three healthy ones, one of them with a slow fourth.
 const THROUGHPUT_FIRST = 1;
 const THROUGHPUT_WEBHOOKS = 10;
+/**
+ * Hosts the throughput's webhooks are spread over (--throughput-hosts; 1 by default: all at the
+ * receiver's one origin, where the service's per-host budget, ENDPOINT_RATE_LIMIT a second for an
+ * application's webhooks at one host, caps them together; the floor has no such budget).
+ */
+const THROUGHPUT_HOSTS = option('--throughput-hosts', 1);
 const FANOUT_FIRST = 101;
 const FANOUT_WEBHOOKS = 100;
 const LATENCY_FIRST = 201;
@@ -56,7 +62,7 @@ export async function startReceiver() {
   let arrivals = [];
   let kept = [];
   let waiter = null;
-  const server = createServer((req, res) => {
+  const handle = (req, res) => {
     if (req.url.startsWith('/hold/')) {
       req.resume();
       return;
@@ -79,12 +85,21 @@ export async function startReceiver() {
         resolve(arrivals);
       }
     });
-  });
-  server.keepAliveTimeout = 60_000;
-  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address();
+  };
+
+  // THROUGHPUT_HOSTS listeners, each its own port: another host (scheme, host and port) for the
+  // service's per-host budget (--throughput-hosts); the first is `origin`.
+  const servers = [];
+  for (let i = 0; i < THROUGHPUT_HOSTS; i++) {
+    const server = createServer(handle);
+    server.keepAliveTimeout = 60_000;
+    await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+    servers.push(server);
+  }
+  const origins = servers.map((server) => `http://127.0.0.1:${server.address().port}`);
   return {
-    origin: `http://127.0.0.1:${port}`,
+    origin: origins[0],
+    origins,
     get arrivals() {
       return arrivals;
     },
@@ -122,8 +137,13 @@ export async function startReceiver() {
     },
     close: () =>
       new Promise((resolve) => {
-        server.close(resolve);
-        server.closeAllConnections();
+        let open = servers.length;
+        for (const one of servers) {
+          one.close(() => {
+            if (--open === 0) resolve();
+          });
+          one.closeAllConnections();
+        }
       }),
   };
 }
@@ -187,12 +207,17 @@ export async function startDeliveryWorker({
     perApp: 0,
     inspectorPort,
     log,
-    bindings: { WEBHOOK_URL_ALLOWED_ORIGINS: receiver.origin, FLOOR_SESSIONS: '1', ...DELIVERY_BINDINGS },
+    bindings: { WEBHOOK_URL_ALLOWED_ORIGINS: receiver.origins.join(' '), FLOOR_SESSIONS: '1', ...DELIVERY_BINDINGS },
   });
   const hook = (id) => `${receiver.origin}/hook/${id}`;
   const add = (app, firstId, count, url = hook) =>
     addWebhooks(worker.db, { app, firstId, count, url, secret: secretOf });
-  await add('tp', THROUGHPUT_FIRST, THROUGHPUT_WEBHOOKS);
+  await add(
+    'tp',
+    THROUGHPUT_FIRST,
+    THROUGHPUT_WEBHOOKS,
+    (id) => `${receiver.origins[(id - THROUGHPUT_FIRST) % receiver.origins.length]}/hook/${id}`,
+  );
   await add('fan', FANOUT_FIRST, FANOUT_WEBHOOKS);
   await add('lat', LATENCY_FIRST, LATENCY_WEBHOOKS);
   await add('iso-fast', ISO_FAST_FIRST, ISO_HEALTHY);

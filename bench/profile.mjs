@@ -1,4 +1,4 @@
-// npm run profile -- [rejected|put|get|list|publish|filter|deliver] [--floor] [--unfiltered] [--inclusive <names>]: a CPU profile of the
+// npm run profile -- [rejected|put|get|list|publish|batch|filter|deliver] [--floor] [--unfiltered] [--inclusive <names>]: a CPU profile of the
 // Worker's isolate in workerd (or, with --floor, of the floor worker's), taken over the inspector
 // while autocannon drives one scenario (deliver: while the queue consumer delivers batches of
 // 2,000 deliveries published to one application of ten endpoints and sent by the endpoints'
@@ -51,7 +51,7 @@ const worker =
         limiters: !process.argv.includes('--no-limiters'),
         durableObjects: objects,
       });
-if (scenario === 'publish') await addPublishApps(worker.db, receiver.origin);
+if (scenario === 'publish' || scenario === 'batch') await addPublishApps(worker.db, receiver.origin);
 if (scenario === 'filter') await addFilterApp(worker.url, receiver.origin, !process.argv.includes('--unfiltered'));
 
 // The Chrome DevTools Protocol, over the inspector's WebSocket for the user worker.
@@ -76,6 +76,7 @@ const tokens = await Promise.all(Array.from({ length: APPS }, (_, i) => tokenFor
 const platform = await tokenFor('platform-service', { scope: 'events:publish' });
 const list = scenarioList({ tokens, newApps: [], platform });
 const publish = list.find((s) => s.name === 'publish event');
+const batch = list.find((s) => s.name === 'publish batch (100)');
 const filtered = list.find((s) => s.name.startsWith('filter:') && s.name.includes('all match'));
 let n = 0;
 const owned = (id) => ({
@@ -85,34 +86,36 @@ const owned = (id) => ({
 const request =
   scenario === 'publish'
     ? () => publish.request(n++)
-    : scenario === 'filter'
-      ? () => filtered.request(n++)
-      : scenario === 'list'
-        ? () => {
-            const id = 1 + (n++ % APPS);
-            // The floor knows the application from this header, the service from the token.
-            return { method: 'GET', path: PATH, headers: { ...owned(id), 'x-bench-app': ownerOf(id, APPS) } };
-          }
-        : scenario === 'get'
+    : scenario === 'batch'
+      ? () => batch.request(n++)
+      : scenario === 'filter'
+        ? () => filtered.request(n++)
+        : scenario === 'list'
           ? () => {
-              const id = 1 + (n++ % 50_000);
-              return { method: 'GET', path: `${PATH}?webhook_id=${id}`, headers: owned(id) };
+              const id = 1 + (n++ % APPS);
+              // The floor knows the application from this header, the service from the token.
+              return { method: 'GET', path: PATH, headers: { ...owned(id), 'x-bench-app': ownerOf(id, APPS) } };
             }
-          : scenario === 'rejected'
-            ? () => ({
-                method: 'DELETE',
-                path: `${PATH}?webhook_id=1`,
-                headers: { authorization: `Bearer ${tokens[0].slice(0, -4)}AAAA` },
-              })
-            : () => {
+          : scenario === 'get'
+            ? () => {
                 const id = 1 + (n++ % 50_000);
-                return {
-                  method: 'PUT',
-                  path: PATH,
-                  headers: owned(id),
-                  body: JSON.stringify({ webhook_id: id, is_enabled: n % 2 === 0 }),
+                return { method: 'GET', path: `${PATH}?webhook_id=${id}`, headers: owned(id) };
+              }
+            : scenario === 'rejected'
+              ? () => ({
+                  method: 'DELETE',
+                  path: `${PATH}?webhook_id=1`,
+                  headers: { authorization: `Bearer ${tokens[0].slice(0, -4)}AAAA` },
+                })
+              : () => {
+                  const id = 1 + (n++ % 50_000);
+                  return {
+                    method: 'PUT',
+                    path: PATH,
+                    headers: owned(id),
+                    body: JSON.stringify({ webhook_id: id, is_enabled: n % 2 === 0 }),
+                  };
                 };
-              };
 
 // Deliver: two slices of 2,000 deliveries, the first (keys, connections) left out of the profile.
 if (scenario === 'deliver') await throughput(worker, receiver, platform, 'warm', 200);

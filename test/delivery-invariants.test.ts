@@ -2,7 +2,7 @@
 // fails when the bug it names is put back (a repeated handover resetting a sent delivery, a batch
 // deduplicated across applications, a publish without its safety alarm, a delivery id rounded to
 // a double, an endpoint answering another application's delivery).
-import { runDurableObjectAlarm, runInDurableObject } from 'cloudflare:test';
+import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from 'cloudflare:test';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { Application } from '../src/events/application';
 import type { NewDelivery } from '../src/events/store/events';
@@ -157,5 +157,49 @@ describe('publishing', () => {
     expect(await applicationSql(app, 'SELECT COUNT(*) AS n FROM outbox')).toEqual([{ n: 0 }]);
     const [made] = await deliveriesOfEvent(hook.id, eventId);
     expect(await storedDelivery(hook.id, made ?? '')).toMatchObject({ event_id: eventId });
+  });
+
+  it('finishes a handover whose object died after storing it: its next start sets the alarm, which hands it over', async () => {
+    const app = freshApp();
+    const hook = await registerWebhook(app);
+    receiver(() => new Response('ok'));
+    const { eventId, deliveryIds } = await publishEvent(app);
+    const stub = applicationOf(app);
+    // An alarm is set (hourly while it keeps events), written once, not for each publish.
+    const alarm = await runInDurableObject(stub, (_i, state) => state.storage.getAlarm());
+    expect(alarm).not.toBeNull();
+    await publishEvent(app);
+    expect(await runInDurableObject(stub, (_i, state) => state.storage.getAlarm())).toBe(alarm);
+
+    // As an instance that died between its write and the handover leaves it: the event in the
+    // outbox, not at the endpoint, and no alarm soon.
+    const outboxRow = {
+      event_id: 'evt_died',
+      message_id: 'evt_died',
+      app_id: app,
+      type: 'NEW_NFT',
+      payload: '{"type":"NEW_NFT","data":{}}',
+      created_at: new Date().toISOString(),
+    };
+    const id = (BigInt(deliveryIds[0] as string) + (1n << 14n) * 5n).toString();
+    await runInDurableObject(stub, async (_i, state) => {
+      state.storage.sql.exec(
+        'INSERT INTO outbox (event_id, event, targets) VALUES (?1, ?2, ?3)',
+        'evt_died',
+        JSON.stringify(outboxRow),
+        JSON.stringify([[id, hook.id]]),
+      );
+      await state.storage.deleteAlarm();
+    });
+    await evictDurableObject(stub);
+    const started = Date.now();
+    const set = await runInDurableObject(stub, (_i, state) => state.storage.getAlarm());
+    expect(set).not.toBeNull();
+    expect(set as number).toBeGreaterThanOrEqual(started);
+    expect(set as number).toBeLessThanOrEqual(Date.now() + 5_000);
+    expect(await runDurableObjectAlarm(stub)).toBe(true);
+    expect(await applicationSql(app, 'SELECT COUNT(*) AS n FROM outbox')).toEqual([{ n: 0 }]);
+    expect(await storedDelivery(hook.id, id)).toMatchObject({ event_id: 'evt_died', status: 'pending' });
+    expect(eventId).not.toBe('evt_died');
   });
 });

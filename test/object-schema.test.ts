@@ -267,7 +267,7 @@ describe('an Endpoint written by the release before', () => {
     expect([total('pending'), total('succeeded'), total('failed'), total('cancelled'), total('attempts')]).toEqual([
       1, 2, 1, 1, 6,
     ]);
-    expect(after.find((h) => h.hour === created.slice(0, 13) + ':00:00Z')).toMatchObject({ pending: 1, succeeded: 2 });
+    expect(after.find((h) => h.hour === `${created.slice(0, 13)}:00:00Z`)).toMatchObject({ pending: 1, succeeded: 2 });
   });
 });
 

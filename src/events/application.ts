@@ -21,11 +21,11 @@ import { filtersOf, targetsOf } from './audience';
 import { type Filters, filterTargets, matchesHere } from './filtering';
 import { emitOperational, type OperationalEvent } from './operational';
 import { lastChange, noteChange } from './store/changes';
-import { forgetEvents, oldestKept } from './store/dedupe';
+import { forgetEvents, hasLegacyEvents, oldestKept } from './store/dedupe';
 import { Sequence, webhookOf } from './store/delivery-ids';
 import { endpointsHeld, holdsDeliveries, rememberEndpoints } from './store/endpoints';
 import { type EventToStore, insertEvents, type NewDelivery, type StoredEvent } from './store/events';
-import { handedOver, outbox, outboxEmpty } from './store/outbox';
+import { type Handover, handedOver, outbox, outboxEmpty } from './store/outbox';
 import { countHeld, oldestEvent, purgeEvents } from './store/retention';
 import { APPLICATION_SCHEMA } from './store/schema';
 import { changeValues, countValues, dropValues, pageValues } from './store/values';
@@ -78,10 +78,19 @@ export class Application extends DurableObject<CloudflareBindings> {
   private readonly handing = new Map<string, Promise<void>>();
   /** The newest webhook change told (store/changes.ts), once read in this instance. */
   private changed: number | undefined;
-  /** The events' sequence numbers, which their deliveries' ids carry. */
-  private sequence = new Sequence();
   /** Erasures under way (two runs may overlap): publishes are refused meanwhile (their senders try again). */
   private erasing = 0;
+  /** The endpoints' numbers known committed (a number, once given, never changes until an erasure). */
+  private readonly numbers = new Map<string, number>();
+  /** The events' sequence numbers, which their deliveries' ids carry. */
+  private sequence = new Sequence();
+  /**
+   * An alarm is known to be set (this instance saw or set it since it last rang): publish need not
+   * read it. Code that deletes this object's alarm must set this false.
+   */
+  private alarmSet = false;
+  /** Whether events stored by the releases before may remain (false once none does: none comes). */
+  private legacyEvents = true;
 
   constructor(ctx: DurableObjectState, env: CloudflareBindings) {
     super(ctx, env);
@@ -123,16 +132,27 @@ export class Application extends DurableObject<CloudflareBindings> {
     // An alarm is set before the write (it rings at least hourly while the object keeps events):
     // should the handover below never finish, that alarm, or the next start of this object,
     // does it. Written only when none is set, not for every publish.
-    if ((await this.ctx.storage.getAlarm()) === null) await this.ctx.storage.setAlarm(Date.now() + HANDOVER_RETRY_MS);
+    if (!this.alarmSet) {
+      if ((await this.ctx.storage.getAlarm()) === null) await this.ctx.storage.setAlarm(Date.now() + HANDOVER_RETRY_MS);
+      this.alarmSet = true;
+    }
     const sql = this.ctx.storage.sql;
+    if (this.legacyEvents) this.legacyEvents = hasLegacyEvents(sql);
     // Idempotent for EVENT_DEDUPE_HOURS, never longer than the application's retention.
     const dedupeHours = Math.min(deliveryConfig(this.env).dedupeHours, this.retentionDays() * 24);
-    const ids = { sequence: this.sequence, dedupeSince: new Date(Date.now() - dedupeHours * HOUR_MS).toISOString() };
+    const ids = {
+      numbers: this.numbers,
+      given: new Map<string, number>(),
+      sequence: this.sequence,
+      legacyEvents: this.legacyEvents,
+      dedupeSince: new Date(Date.now() - dedupeHours * HOUR_MS).toISOString(),
+    };
+    const made: Handover[] = [];
     const stored = this.ctx.storage.transactionSync(() =>
-      insertEvents(sql, events, filterTargets(sql, events, now.targets, now.filters), ids),
+      insertEvents(sql, events, filterTargets(sql, events, now.targets, now.filters), ids, made),
     );
+    for (const [webhookId, n] of ids.given) this.numbers.set(webhookId, n);
     // Its own events only: those of publishes under way are theirs to hand over.
-    const made = stored.filter((s) => s.deliveryIds.length > 0).map((s) => s.eventId);
     if (made.length > 0 && !(await this.handOver(made))) await this.retrySoon();
     return stored;
   }
@@ -143,6 +163,7 @@ export class Application extends DurableObject<CloudflareBindings> {
     if (alarm === null || alarm > Date.now() + HANDOVER_RETRY_MS) {
       await this.ctx.storage.setAlarm(Date.now() + HANDOVER_RETRY_MS);
     }
+    this.alarmSet = true;
   }
 
   /**
@@ -283,8 +304,12 @@ export class Application extends DurableObject<CloudflareBindings> {
       }
       const retention = retentionSet(this.ctx.storage);
       await eraseStorage(this.ctx.storage, APPLICATION_SCHEMA);
-      // Its numbers start again from the erased tables; the newest change is read again.
+      // Its numbers start again from the erased tables (its alarm went with them); the newest
+      // change is read again.
       this.sequence = new Sequence();
+      this.numbers.clear();
+      this.alarmSet = false;
+      this.legacyEvents = true;
       this.changed = undefined;
       if (retention !== undefined) keepRetention(this.ctx.storage, retention);
       this.ctx.storage.kv.put(ERASED_KEY, true);
@@ -297,6 +322,8 @@ export class Application extends DurableObject<CloudflareBindings> {
   }
 
   override async alarm(): Promise<void> {
+    // The alarm ringing now is spent: whether one is set again is decided below.
+    this.alarmSet = false;
     let handed = await this.handOver();
     while (handed && !outboxEmpty(this.ctx.storage.sql)) handed = await this.handOver();
     const days = this.retentionDays();
@@ -310,22 +337,27 @@ export class Application extends DurableObject<CloudflareBindings> {
     // More to hand over, or more keys past the window than one alarm forgets: soon again.
     if (!handed || !outboxEmpty(this.ctx.storage.sql) || keys >= PURGE_ROWS) {
       await this.ctx.storage.setAlarm(Date.now() + HANDOVER_RETRY_MS);
+      this.alarmSet = true;
     } else if (rows >= PURGE_ROWS) {
       // A full step leaves more past the retention (a backlog, a shorter retention just set): again at once.
       await this.ctx.storage.setAlarm(Date.now());
+      this.alarmSet = true;
     } else if (keeps) {
       // Hourly while it keeps anything: the retention's next step, and the guard of the handovers
       // of publishes to come (see publish).
       await this.ctx.storage.setAlarm(Date.now() + HOUR_MS);
+      this.alarmSet = true;
     }
   }
 
   /**
-   * Hands the outbox's deliveries (only those of `eventIds` when given) to their endpoints'
-   * objects, one call per webhook; false when one could not take them (they stay in the outbox).
+   * Hands the outbox's deliveries (only those of `made`, a publish's own, when given) to their
+   * endpoints' objects, one call per webhook; false when one could not take them (they stay in
+   * the outbox).
    */
-  private async handOver(eventIds?: string[]): Promise<boolean> {
-    const handovers = outbox(this.ctx.storage.sql, eventIds?.length ?? HANDOVER_EVENTS, eventIds);
+  private async handOver(made?: Handover[]): Promise<boolean> {
+    // A publish hands over what it has just stored (as the outbox holds it); the alarm reads the outbox.
+    const handovers = made ?? outbox(this.ctx.storage.sql, HANDOVER_EVENTS);
     const byWebhook = groupBy(
       handovers.flatMap((h) => h.deliveries),
       (d) => d.webhookId,

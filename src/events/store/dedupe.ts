@@ -13,11 +13,19 @@ export const EVENT_KEY = 'evt:';
  * The event published within the window (at or after `since`) with this key, or one stored
  * before this table with this key or event id, or null.
  */
-export function publishedEvent(sql: SqlStorage, key: string, eventId: string, since: string): string | null {
+export function publishedEvent(
+  sql: SqlStorage,
+  key: string,
+  eventId: string,
+  since: string,
+  legacyEvents = true,
+): string | null {
   const [row] = sql
     .exec<{ event_id: string }>(
-      `SELECT event_id FROM dedupe WHERE source_key = ?1 AND created_at >= ?3
-       UNION ALL SELECT event_id FROM events WHERE (source_key = ?1 OR event_id = ?2) AND created_at >= ?3 LIMIT 1`,
+      legacyEvents
+        ? `SELECT event_id FROM dedupe WHERE source_key = ?1 AND created_at >= ?3
+           UNION ALL SELECT event_id FROM events WHERE (source_key = ?1 OR event_id = ?2) AND created_at >= ?3 LIMIT 1`
+        : 'SELECT event_id FROM dedupe WHERE source_key = ?1 AND created_at >= ?3',
       key,
       eventId,
       since,
@@ -25,6 +33,10 @@ export function publishedEvent(sql: SqlStorage, key: string, eventId: string, si
     .toArray();
   return row?.event_id ?? null;
 }
+
+/** Whether the events table (of the releases before) holds any event: once empty, it stays so. */
+export const hasLegacyEvents = (sql: SqlStorage) =>
+  sql.exec<{ n: number }>('SELECT EXISTS (SELECT 1 FROM events) AS n').one().n === 1;
 
 /** Keeps the event by its source key (an expired one of the same key is replaced). */
 export function rememberEvent(sql: SqlStorage, sourceKey: string, eventId: string, createdAt: string): void {

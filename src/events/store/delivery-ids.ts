@@ -1,17 +1,20 @@
 // Delivery ids in the application object's database. A delivery id carries its endpoint: the
 // application numbers each webhook it hands deliveries to (the endpoints table, one row per
-// webhook, written once), and a delivery's id is 2^62 + (the event's sequence number << 20) + that
-// number. So a delivery is found by its id alone, with no row per delivery here; ids are unique in
-// the application (one sequence number per event, one endpoint number per webhook), grow with
-// creation, and lie above every id given before (ids below 2^53, which keep their index rows
+// webhook, written once), and a delivery's id is 2^62 + (the event's sequence number << 14) + that
+// number. So a delivery is found by its id alone, with no row per delivery here. An event's
+// sequence number is its time (milliseconds since 2020) << 6 plus 6 random bits, and above the
+// one before: ids are unique in the application (one sequence number per event, one endpoint
+// number per webhook), grow with creation, differ between applications but by chance (as the ids
+// before did), and lie above every id given before (ids below 2^53, which keep their index rows
 // until the retention removes them). Ids travel as decimal text (int64, never a double).
 
 const CARRIED = 1n << 62n;
-const ENDPOINT_BITS = 20n;
+const ENDPOINT_BITS = 14n;
 const MAX_ENDPOINT = (1n << ENDPOINT_BITS) - 1n;
 const MAX_SEQUENCE = (1n << (62n - ENDPOINT_BITS)) - 1n;
-/** Sequence numbers reserved by one write of the `ids` row: one row written per block of events. */
-const SEQUENCE_BLOCK = 1024n;
+const SEQUENCE_RANDOM_BITS = 6n;
+/** Sequence numbers reserved by one write of the `ids` row: a minute's, so one row written a minute at most. */
+const SEQUENCE_BLOCK = 60_000n << SEQUENCE_RANDOM_BITS;
 
 /** The id of the delivery of event `sequence` to endpoint number `endpoint`. */
 export const carriedId = (sequence: bigint, endpoint: number) =>
@@ -39,26 +42,35 @@ export function nextDeliveryId(last: string | null, now: number): string {
 
 /**
  * The events' sequence numbers: `next` in memory, the reserved ceiling in the `ids` row 'sequence'
- * (read on each call, so a rolled back call leaves nothing behind); a new instance starts above
+ * (read once per call, so a rolled back call leaves nothing behind); a new instance starts above
  * the ceiling, so a number is never given twice.
  */
 export class Sequence {
   private next: bigint | null = null;
 
-  /** The next number, or null when the sequence is used up. Call it in the transaction that uses it. */
-  take(sql: SqlStorage): bigint | null {
+  /**
+   * The numbers of one call: its `take` gives the next one at `now`, or null when the sequence is
+   * used up. Call it, and its `take`, in the transaction that uses them.
+   */
+  begin(sql: SqlStorage): (now: number) => bigint | null {
     const [row] = sql.exec<{ last: string }>(`SELECT last FROM ids WHERE name = 'sequence'`).toArray();
-    const reserved = row === undefined ? 0n : BigInt(row.last);
-    const n = this.next ?? reserved + 1n;
-    if (n > MAX_SEQUENCE) return null;
-    if (n > reserved) {
-      sql.exec(
-        `INSERT INTO ids (name, last) VALUES ('sequence', ?1) ON CONFLICT (name) DO UPDATE SET last = excluded.last`,
-        (n + SEQUENCE_BLOCK - 1n).toString(),
-      );
-    }
-    this.next = n + 1n;
-    return n;
+    let reserved = row === undefined ? 0n : BigInt(row.last);
+    return (now) => {
+      const random = BigInt(crypto.getRandomValues(new Uint8Array(1))[0] as number) & 63n;
+      const fresh = ((BigInt(now) - EPOCH_MS) << SEQUENCE_RANDOM_BITS) | random;
+      const after = this.next ?? reserved + 1n;
+      const n = fresh > after ? fresh : after;
+      if (n > MAX_SEQUENCE) return null;
+      if (n > reserved) {
+        reserved = n + SEQUENCE_BLOCK;
+        sql.exec(
+          `INSERT INTO ids (name, last) VALUES ('sequence', ?1) ON CONFLICT (name) DO UPDATE SET last = excluded.last`,
+          reserved.toString(),
+        );
+      }
+      this.next = n + 1n;
+      return n;
+    };
   }
 }
 

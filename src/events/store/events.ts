@@ -4,6 +4,7 @@
 
 import { EVENT_KEY, publishedEvent, rememberEvent } from './dedupe';
 import { carriedId, endpointNumber, nextDeliveryId, type Sequence } from './delivery-ids';
+import type { Handover } from './outbox';
 
 /** A delivery still to hand over: its id and its webhook. */
 export type Target = [deliveryId: string, webhookId: string];
@@ -41,6 +42,12 @@ export interface EventToStore {
 export interface IdState {
   sequence: Sequence;
   dedupeSince: string;
+  /** Whether the events table of the releases before may still hold events (see store/dedupe.ts). */
+  legacyEvents: boolean;
+  /** Endpoint numbers known committed (they never change); read, not written, here. */
+  numbers: ReadonlyMap<string, number>;
+  /** The endpoint numbers read or given by this call: known committed once its transaction is. */
+  given: Map<string, number>;
 }
 
 /** What storing an event did: its id (an earlier one's when published before), and the deliveries made now. */
@@ -54,20 +61,24 @@ export interface StoredEvent {
  * Stores events with one delivery per target webhook each (`targets[i]`: the webhook ids of
  * `events[i]`), the deliveries in the outbox too. An event whose source key the application
  * published within the deduplication window is not stored again and makes no delivery: that
- * event's id is returned. Call it in a transaction: all or nothing.
+ * event's id is returned. The handovers it makes are pushed to `made` too (as the outbox holds
+ * them). Call it in a transaction: all or nothing.
  */
 export function insertEvents(
   sql: SqlStorage,
   events: EventToStore[],
   targets: string[][],
   ids: IdState,
+  made: Handover[] = [],
 ): StoredEvent[] {
+  const take = ids.sequence.begin(sql);
   const numbers = new Map<string, number | null>();
   const numberOf = (webhookId: string) => {
-    let n = numbers.get(webhookId);
+    let n = ids.numbers.get(webhookId) ?? numbers.get(webhookId);
     if (n === undefined) {
       n = endpointNumber(sql, webhookId);
       numbers.set(webhookId, n);
+      if (n !== null) ids.given.set(webhookId, n);
     }
     return n;
   };
@@ -89,11 +100,11 @@ export function insertEvents(
   const stored = events.map((event, i): StoredEvent => {
     // Without a source key, the event's own id: the same event handed over again is not stored twice.
     const key = event.sourceKey ?? `${EVENT_KEY}${event.eventId}`;
-    const found = publishedEvent(sql, key, event.eventId, ids.dedupeSince);
+    const found = publishedEvent(sql, key, event.eventId, ids.dedupeSince, ids.legacyEvents);
     if (found !== null) return { eventId: found, deliveryIds: [] };
     rememberEvent(sql, key, event.eventId, event.createdAt);
     const hooks = targets[i] ?? [];
-    const sequence = hooks.length > 0 ? ids.sequence.take(sql) : null;
+    const sequence = hooks.length > 0 ? take(Date.now()) : null;
     const handover: Target[] = hooks.map((webhookId) => {
       const n = sequence === null ? null : numberOf(webhookId);
       const id = sequence !== null && n !== null ? carriedId(sequence, n) : indexedId(webhookId, event.createdAt);
@@ -114,6 +125,10 @@ export function insertEvents(
         JSON.stringify(body),
         JSON.stringify(handover),
       );
+      made.push({
+        eventId: event.eventId,
+        deliveries: handover.map(([id, webhookId]) => ({ webhookId, delivery: { delivery_id: id, ...body } })),
+      });
     }
     return { eventId: event.eventId, deliveryIds: handover.map(([id]) => id) };
   });

@@ -9,20 +9,17 @@ export interface Handover {
 }
 
 /**
- * The outbox: at most `limit` events with deliveries still to hand over, only those of `eventIds`
- * when given (a publish hands over its own, the alarm all), in the order they were stored (by
- * their first delivery's id: an event's deliveries are made in order, and ids only grow), so a
- * FIFO endpoint is handed its deliveries in order.
+ * The outbox: at most `limit` events with deliveries still to hand over, in the order they were
+ * stored (by their first delivery's id: an event's deliveries are made in order, and ids only
+ * grow), so a FIFO endpoint is handed its deliveries in order.
  */
-export function outbox(sql: SqlStorage, limit: number, eventIds?: string[]): Handover[] {
+export function outbox(sql: SqlStorage, limit: number): Handover[] {
   return sql
     .exec<{ event_id: string; event: string; targets: string }>(
       `SELECT event_id, event, targets FROM outbox
-       WHERE ?2 IS NULL OR event_id IN (SELECT value FROM json_each(?2))
        ORDER BY CAST(json_extract(targets, '$[0][0]') AS INTEGER)
        LIMIT ?1`,
       limit,
-      eventIds === undefined ? null : JSON.stringify(eventIds),
     )
     .toArray()
     .map((row) => {
@@ -38,14 +35,20 @@ export function outbox(sql: SqlStorage, limit: number, eventIds?: string[]): Han
  * with nothing left leaves the outbox, the others keep only those.
  */
 export function handedOver(sql: SqlStorage, handovers: Handover[], failed: ReadonlySet<string>): void {
+  const done: string[] = [];
   for (const h of handovers) {
     const left: Target[] = h.deliveries
       .filter((d) => failed.has(d.webhookId))
       .map((d) => [d.delivery.delivery_id, d.webhookId]);
-    if (left.length === 0) sql.exec('DELETE FROM outbox WHERE event_id = ?1', h.eventId);
+    if (left.length === 0) done.push(h.eventId);
     else if (left.length < h.deliveries.length) {
       sql.exec('UPDATE outbox SET targets = ?2 WHERE event_id = ?1', h.eventId, JSON.stringify(left));
     }
+  }
+  // The events handed over whole leave in one statement.
+  if (done.length === 1) sql.exec('DELETE FROM outbox WHERE event_id = ?1', done[0] as string);
+  else if (done.length > 1) {
+    sql.exec('DELETE FROM outbox WHERE event_id IN (SELECT value FROM json_each(?1))', JSON.stringify(done));
   }
 }
 
