@@ -4,7 +4,6 @@
 
 import { EVENT_KEY, publishedEvent, rememberEvent } from './dedupe';
 import { carriedId, endpointNumber, nextDeliveryId, type Sequence } from './delivery-ids';
-import type { Handover } from './outbox';
 
 /** A delivery still to hand over: its id and its webhook. */
 export type Target = [deliveryId: string, webhookId: string];
@@ -21,6 +20,12 @@ export interface NewDelivery {
   /** The exact body every attempt sends. */
   payload: string;
   created_at: string;
+}
+
+/** An event whose deliveries are not all handed over yet, with those deliveries. */
+export interface Handover {
+  eventId: string;
+  deliveries: { webhookId: string; delivery: NewDelivery }[];
 }
 
 /** An event to store, with what its deliveries need. */

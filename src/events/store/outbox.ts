@@ -1,12 +1,6 @@
 // The outbox in the application object's database: deliveries stored but not yet handed to their
 // endpoints' objects.
-import type { NewDelivery, Target } from './events';
-
-/** An event whose deliveries are not all handed over yet, with those deliveries. */
-export interface Handover {
-  eventId: string;
-  deliveries: { webhookId: string; delivery: NewDelivery }[];
-}
+import type { Handover, NewDelivery, Target } from './events';
 
 /**
  * The outbox: at most `limit` events with deliveries still to hand over, in the order they were
