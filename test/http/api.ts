@@ -5,7 +5,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, expect } from 'vitest';
-import { PATH, tokenWith } from './client';
+import { PATH, parseIds, tokenWith } from './client';
 import { type Receiver, sleep, until } from './receiver';
 import { type Dev, wranglerAsync } from './wrangler-dev';
 
@@ -40,9 +40,6 @@ export interface LoggedDelivery {
   payload?: string;
   attempt_log?: LoggedAttempt[];
 }
-
-/** Parses an answer's JSON with every delivery_id kept as text. */
-const parseIds = (text: string) => JSON.parse(text.replace(/"delivery_id":(\d+)/g, '"delivery_id":"$1"'));
 
 export function apiOf(baseUrl: string, secret: string) {
   /** A request as `appId` (a token of its own); the status and the body's text. */

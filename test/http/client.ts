@@ -73,6 +73,12 @@ export const tokenWith = (secret: string, appId: string, scope?: string) =>
     .setExpirationTime('10m')
     .sign(new TextEncoder().encode(secret));
 
+/**
+ * Parses an answer's JSON with every delivery_id kept as its exact decimal digits (text): ids lie
+ * above 2^53, where JSON.parse would round them to another delivery's id.
+ */
+export const parseIds = (text: string) => JSON.parse(text.replace(/"delivery_id":(\d+)/g, '"delivery_id":"$1"'));
+
 /** `count` chunks of `size` bytes, produced one at a time (a body of unknown length). */
 export async function* chunks(count: number, size = 16 * 1024): AsyncIterable<Buffer> {
   for (let i = 0; i < count; i++) yield Buffer.alloc(size, 0x78);

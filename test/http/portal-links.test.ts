@@ -62,7 +62,8 @@ async function register(appId: string, name: string) {
     headers: { authorization: `Bearer ${await tokenFor(appId)}`, 'content-type': 'application/json' },
     body: JSON.stringify({ url }),
   });
-  expect(res.status).toBe(201);
+  // The reply's text with its status: a refusal (e.g. a 503 and why) says so in the failure.
+  expect(res.status, await res.text()).toBe(201);
   return url;
 }
 
