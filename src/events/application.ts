@@ -5,19 +5,18 @@
 // never loses a delivery. Each application's storage is its own: one that is full, or
 // failing, fails only its own publishes.
 import { DurableObject } from 'cloudflare:workers';
-import { chunks, groupBy } from '../core/batches';
+import { groupBy } from '../core/batches';
 import { deliveryConfig } from '../core/delivery-settings';
 import type { FilterEvent } from '../core/filter/match';
 import { parseFilter } from '../core/filter/parse';
 import { SET_MAX_VALUES } from '../core/filter/values';
 import { log } from '../core/log';
 import { lastStart, newSchedule, type SendSchedule, takeSlots } from '../core/send-rate';
-import { retryD1 } from '../platform/d1';
 import { startWithSchema } from '../platform/object-schema';
 import { eraseStorage, keepRetention, retentionOf, retentionSet } from '../platform/object-settings';
 import type { WebhookChange } from '../webhooks/notify';
-import { readSubscribers } from '../webhooks/store/subscribers';
-import { filtersOf, targetsOf } from './audience';
+import { subscribersNow } from './audience';
+import { eraseEndpoints, type ObjectsErased } from './erasure';
 import { type Filters, filterTargets, matchesHere } from './filtering';
 import { emitOperational, type OperationalEvent } from './operational';
 import { lastChange, noteChange } from './store/changes';
@@ -28,13 +27,7 @@ import { type EventToStore, type Handover, insertEvents, type NewDelivery, type 
 import { handedOver, outbox, outboxEmpty } from './store/outbox';
 import { countHeld, oldestEvent, purgeEvents } from './store/retention';
 import { APPLICATION_SCHEMA } from './store/schema';
-import { changeValues, countValues, dropValues, pageValues } from './store/values';
-
-/** What a value set's change did: its size after; `full`: it would pass SET_MAX_VALUES, nothing changed. */
-export interface ValuesChange {
-  count: number;
-  full: boolean;
-}
+import { changeValuesAtMost, countValues, dropValues, pageValues, type ValuesChange } from './store/values';
 
 /** A page of a value set: its values in order, and its size. */
 export interface ValuesPage {
@@ -42,19 +35,8 @@ export interface ValuesPage {
   count: number;
 }
 
-/** What erasing an application's objects deleted. */
-export interface ObjectsErased {
-  events: number;
-  deliveries: number;
-  attempts: number;
-  values: number;
-}
-
 /** Set after an erasure, until a publish has a webhook to deliver to (see publish). */
 const ERASED_KEY = 'erased';
-
-/** Thrown in a value set's transaction to roll it back. */
-class SetFull extends Error {}
 
 /** How soon the alarm tries again a handover that failed (or never finished). */
 const HANDOVER_RETRY_MS = 5_000;
@@ -62,12 +44,8 @@ const HANDOVER_RETRY_MS = 5_000;
 const HANDOVER_EVENTS = 200;
 const PURGE_ROWS = 1000;
 const HOUR_MS = 3_600_000;
-/** Endpoints an erasure erases side by side. */
-const ERASE_AT_ONCE = 50;
 /** Hosts whose schedules an application keeps before it forgets those idle for a second. */
 const HOSTS_KEPT = 1000;
-/** Reads of the subscribers one publish makes at most when changes keep arriving during them. */
-const REREADS = 3;
 
 export class Application extends DurableObject<CloudflareBindings> {
   /** Each host's starts (scheme, host and port), summed over the application's webhooks. */
@@ -123,7 +101,11 @@ export class Application extends DurableObject<CloudflareBindings> {
     seen?: number,
   ): Promise<StoredEvent[]> {
     if (this.erasing > 0) throw new Error('the application is being erased');
-    const now = seen === undefined ? { targets, filters } : await this.subscribersNow(events, targets, filters, seen);
+    this.changed ??= lastChange(this.ctx.storage.sql);
+    const now =
+      seen === undefined
+        ? { targets, filters }
+        : await subscribersNow(this.env, events, { targets, filters }, seen, this.changed);
     // An erased application stores nothing until it has a webhook to deliver to again.
     if (this.ctx.storage.kv.get(ERASED_KEY) === true) {
       if (now.targets.every((t) => t.length === 0)) return events.map((e) => ({ eventId: e.eventId, deliveryIds: [] }));
@@ -164,31 +146,6 @@ export class Application extends DurableObject<CloudflareBindings> {
       await this.ctx.storage.setAlarm(Date.now() + HANDOVER_RETRY_MS);
     }
     this.alarmSet = true;
-  }
-
-  /**
-   * A publish's targets and filters as they stand: those given, read when the application's newest
-   * webhook change was `seen`, unless this object was told of a later one (a change whose operation
-   * has answered: it tells this object before answering), then read again from D1. So a webhook
-   * change that has answered applies to every event stored after it; a publish that read after
-   * the change (nearly all) costs nothing more.
-   */
-  private async subscribersNow(
-    events: EventToStore[],
-    targets: string[][],
-    filters: Filters,
-    seen: number,
-  ): Promise<{ targets: string[][]; filters: Filters }> {
-    this.changed ??= lastChange(this.ctx.storage.sql);
-    let now = { targets, filters };
-    const appId = events[0]?.appId;
-    for (let read = 0; appId !== undefined && seen < this.changed && read < REREADS; read++) {
-      const fresh = await retryD1(() => readSubscribers(this.env.DB, [appId]));
-      now = { targets: targetsOf(events, fresh.subscribers), filters: filtersOf(fresh.subscribers) };
-      seen = fresh.seen[appId] ?? 0;
-      log('info', { msg: 'subscribers read again: a webhook changed after the publish read them', app_id: appId });
-    }
-    return now;
   }
 
   /** The webhook whose endpoint holds the delivery, or null when the application has none such. */
@@ -246,17 +203,7 @@ export class Application extends DurableObject<CloudflareBindings> {
    * SET_MAX_VALUES nothing changes.
    */
   changeValues(webhookId: string, add: string[], remove: string[]): ValuesChange {
-    const storage = this.ctx.storage;
-    try {
-      return storage.transactionSync(() => {
-        const count = changeValues(storage.sql, webhookId, add, remove);
-        if (count > SET_MAX_VALUES) throw new SetFull();
-        return { count, full: false };
-      });
-    } catch (err) {
-      if (err instanceof SetFull) return { count: countValues(storage.sql, webhookId), full: true };
-      throw err;
-    }
+    return changeValuesAtMost(this.ctx.storage, webhookId, add, remove, SET_MAX_VALUES);
   }
 
   /** A page of the webhook's value set after `after` (in order), with its size. */
@@ -295,13 +242,7 @@ export class Application extends DurableObject<CloudflareBindings> {
     this.erasing++;
     try {
       await Promise.allSettled([...this.handing.values()]);
-      const erased = { ...countHeld(this.ctx.storage.sql), deliveries: 0, attempts: 0 };
-      for (const ids of chunks(endpointsHeld(this.ctx.storage.sql), ERASE_AT_ONCE)) {
-        for (const held of await Promise.all(ids.map((id) => this.env.ENDPOINTS.getByName(id).erase()))) {
-          erased.deliveries += held.deliveries;
-          erased.attempts += held.attempts;
-        }
-      }
+      const erased = { ...countHeld(this.ctx.storage.sql), ...(await eraseEndpoints(this.env, this.ctx.storage.sql)) };
       const retention = retentionSet(this.ctx.storage);
       await eraseStorage(this.ctx.storage, APPLICATION_SCHEMA);
       // Its numbers start again from the erased tables (its alarm went with them); the newest

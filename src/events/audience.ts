@@ -2,7 +2,9 @@
 // whose event types take its type, and the filters of those that have one (the application's
 // object narrows the targets by them when it stores the events).
 import { groupBy } from '../core/batches';
-import type { Subscriber } from '../webhooks/store/subscribers';
+import { log } from '../core/log';
+import { retryD1 } from '../platform/d1';
+import { readSubscribers, type Subscriber } from '../webhooks/store/subscribers';
 import type { Filters } from './filtering';
 import type { EventToStore } from './store/events';
 
@@ -27,4 +29,32 @@ export function filtersOf(subscribers: Subscriber[]): Filters {
   const filters: Filters = {};
   for (const s of subscribers) if (s.filter !== null) filters[s.webhook_id] = s.filter;
   return filters;
+}
+
+/** Reads of the subscribers one publish makes at most when changes keep arriving during them. */
+const REREADS = 3;
+
+/**
+ * A publish's targets and filters as they stand, in its application's object: `given`, read when
+ * the application's newest webhook change was `seen`, unless the object was told of a later one
+ * (`changed`: a change whose operation has answered, as it tells the object before answering),
+ * then read again from D1. So a webhook change that has answered applies to every event stored
+ * after it; a publish that read after the change (nearly all) costs nothing more.
+ */
+export async function subscribersNow(
+  env: CloudflareBindings,
+  events: EventToStore[],
+  given: { targets: string[][]; filters: Filters },
+  seen: number,
+  changed: number,
+): Promise<{ targets: string[][]; filters: Filters }> {
+  let now = given;
+  const appId = events[0]?.appId;
+  for (let read = 0; appId !== undefined && seen < changed && read < REREADS; read++) {
+    const fresh = await retryD1(() => readSubscribers(env.DB, [appId]));
+    now = { targets: targetsOf(events, fresh.subscribers), filters: filtersOf(fresh.subscribers) };
+    seen = fresh.seen[appId] ?? 0;
+    log('info', { msg: 'subscribers read again: a webhook changed after the publish read them', app_id: appId });
+  }
+  return now;
 }

@@ -60,3 +60,32 @@ export function dropValues(sql: SqlStorage, webhookId: string): number {
   sql.exec('DELETE FROM value_counts WHERE webhook_id = ?1', webhookId);
   return sql.exec('DELETE FROM webhook_values WHERE webhook_id = ?1', webhookId).rowsWritten;
 }
+
+/** What a value set's change did: its size after; `full`: it would pass the limit, nothing changed. */
+export interface ValuesChange {
+  count: number;
+  full: boolean;
+}
+
+/** Thrown in a value set's transaction to roll it back. */
+class SetFull extends Error {}
+
+/** Adds and removes values of the webhook's set, all or nothing: past `max` values nothing changes. */
+export function changeValuesAtMost(
+  storage: DurableObjectStorage,
+  webhookId: string,
+  add: string[],
+  remove: string[],
+  max: number,
+): ValuesChange {
+  try {
+    return storage.transactionSync(() => {
+      const count = changeValues(storage.sql, webhookId, add, remove);
+      if (count > max) throw new SetFull();
+      return { count, full: false };
+    });
+  } catch (err) {
+    if (err instanceof SetFull) return { count: countValues(storage.sql, webhookId), full: true };
+    throw err;
+  }
+}
