@@ -24,11 +24,13 @@ const READ_EVERY_MS = 1_000;
 /** Watches webhook `id`'s deliveries (none while null) while the page is open; `changed` when they changed. */
 export function useLive(id: string | null, changed: () => void): LiveState {
   const [state, setState] = useState<LiveState>('connecting');
-  const running = useRef<(() => void) | null>(null);
+  const running = useRef<{ id: string; stop: () => void } | null>(null);
   useEffect(() => {
     // hono/jsx/dom can run an effect twice for one change of its deps (two renders committed at
-    // once): a watcher this page still holds is stopped first, so it never holds two.
-    running.current?.();
+    // once): the watcher of this id, when the page still holds it, is kept (one connection, not a
+    // second one opened as the first closes); one of another id is stopped first.
+    if (running.current !== null && running.current.id === id) return running.current.stop;
+    running.current?.stop();
     running.current = null;
     if (id === null) return;
     let socket: WebSocket | null = null;
@@ -84,8 +86,9 @@ export function useLive(id: string | null, changed: () => void): LiveState {
       clearInterval(ping);
       clearInterval(poll);
       socket?.close(1000, 'page left');
+      if (running.current?.stop === stop) running.current = null;
     };
-    running.current = stop;
+    running.current = { id, stop };
     return stop;
   }, [id]);
   return state;
