@@ -423,3 +423,63 @@ describe('an archiving pass', () => {
     }
   });
 });
+
+describe('an alarm that writes to R2', () => {
+  it('sends a delivery handed over while it waits on R2 at once, not at its own next time', async () => {
+    const app = freshApp();
+    const hook = await registerWebhook(app);
+    const { requests } = receiver(() => new Response('ok'));
+    const [old] = (await publishEvent(app, 'NEW_NFT', { n: 1 })).deliveryIds;
+    await deliverDue(hook.id);
+    // It ended an hour ago: archived by an alarm whose hot time is ten minutes, which then has
+    // nothing to archive for ten minutes.
+    const hourAgo = new Date(Date.now() - 3_600_000).toISOString();
+    await endpointSql(
+      hook.id,
+      'UPDATE deliveries SET created_at = ?1, last_attempt_at = ?1 WHERE delivery_id = CAST(?2 AS INTEGER)',
+      hourAgo,
+      old as string,
+    );
+    const fresh = {
+      delivery_id: '9007199254740993',
+      event_id: 'evt_arrived',
+      message_id: 'evt_arrived',
+      app_id: app,
+      type: 'NEW_NFT',
+      payload: '{"type":"NEW_NFT","timestamp":"2026-11-26T00:00:00.000Z","data":{"n":2}}',
+      created_at: new Date().toISOString(),
+    };
+    // The bucket's write is where the new delivery arrives: handed over while the alarm waits on R2.
+    await runInDurableObject(endpointOf(hook.id), async (instance) => {
+      const object = instance as unknown as {
+        env: object;
+        archiveAt: number;
+        alarm(): Promise<void>;
+        handOver(webhookId: string, deliveries: (typeof fresh)[]): Promise<void>;
+      };
+      const bucket = {
+        put: async (...args: Parameters<R2Bucket['put']>) => {
+          await object.handOver(hook.id, [fresh]);
+          return env.HISTORY.put(...args);
+        },
+      };
+      const own = object.env;
+      object.archiveAt = 0;
+      Object.defineProperty(object, 'env', {
+        value: { ...env, HISTORY_HOT_SECONDS: '600', HISTORY: bucket },
+        configurable: true,
+        writable: true,
+      });
+      try {
+        await object.alarm();
+      } finally {
+        Object.defineProperty(object, 'env', { value: own, configurable: true, writable: true });
+      }
+    });
+    expect(await archivedIds(hook.id)).toEqual([old]);
+    await vi.waitFor(() => expect(requests.map((r) => r.headers['webhook-id'])).toContain('evt_arrived'), {
+      timeout: 5_000,
+      interval: 50,
+    });
+  });
+});

@@ -256,17 +256,20 @@ export class Endpoint extends DurableObject<CloudflareBindings> {
         // Work that arrived during the pass may be due now: another pass, no alarm written for it.
         if (!this.arrived && (next === null || next > Date.now())) break;
       }
+      // Archiving and retention wait on R2: still `passing`, so work that arrives meanwhile only
+      // says so (an alarm it set would be overwritten by this one).
+      const archiving = await this.archiveCold(webhookId, config.hotSeconds);
+      const retention = await this.retain(retentionOf(this.ctx.storage, config.retentionDays));
+      // Work that arrived during the last pass allowed, or since, may be due now.
+      const wake = this.arrived ? Date.now() : earliest(next, archiving, retention);
+      if (wake !== null) await this.ctx.storage.setAlarm(Math.max(wake, Date.now()));
+      else if (!inAlarm) await this.ctx.storage.deleteAlarm();
     } finally {
       this.passing = false;
     }
-    // Work that arrived during the last pass allowed may be due now (what arrives after this sets
-    // the alarm itself).
-    if (this.arrived) next = Date.now();
-    const archiving = await this.archiveCold(webhookId, config.hotSeconds);
-    const retention = await this.retain(retentionOf(this.ctx.storage, config.retentionDays));
-    const wake = earliest(next, archiving, retention);
-    if (wake !== null) await this.ctx.storage.setAlarm(Math.max(wake, Date.now()));
-    else if (!inAlarm) await this.ctx.storage.deleteAlarm();
+    // Work that arrived while the alarm was being written: it rings now (what arrives after this
+    // sets the alarm itself).
+    if (this.arrived) await this.ctx.storage.setAlarm(Date.now());
   }
 
   /**
