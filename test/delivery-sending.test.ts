@@ -9,25 +9,16 @@ import { deliverDue, endpointOf, endpointSql, makeDue, storedAttempts, storedDel
 import { consume } from './helpers/queues';
 import { type Received, receiver } from './helpers/receiver';
 import { expectValue, type Webhook } from './helpers/replies';
-import { del, fetchAndWait, get, publishEvent, put, registerWebhook } from './helpers/requests';
+import { del, fetchAndWait, get, publishEvent, put, stoppedAfterEachTest } from './helpers/requests';
 import { hoursAgo } from './helpers/time';
 import { bearer, freshApp, tokenFor } from './helpers/tokens';
 
-/** The webhooks a test made: their objects stop when it ends, so that none retries during the next one. */
-const used = new Set<string>();
+/** Webhooks registered here (and any added to `used`) stop their objects' alarms when a test ends. */
+const { used, register } = stoppedAfterEachTest();
 
-afterEach(async () => {
-  for (const id of used) await runInDurableObject(endpointOf(id), (_, state) => state.storage.deleteAlarm());
-  used.clear();
+afterEach(() => {
   vi.restoreAllMocks();
 });
-
-/** registerWebhook, remembering the webhook for the end of the test. */
-async function register(app: string, body: Record<string, unknown> = {}) {
-  const hook = await registerWebhook(app, body);
-  used.add(hook.id);
-  return hook;
-}
 
 /**
  * The receiver at `host` (by default `reply` answers 200 ok): its requests, in order. Requests to

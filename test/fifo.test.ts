@@ -4,27 +4,19 @@ import { env, runInDurableObject, SELF } from 'cloudflare:test';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { outbox } from '../src/events/store/outbox';
 import { auditRows } from './helpers/database';
-import { applicationOf, deliverDue, endpointOf, endpointSql, makeDue } from './helpers/objects';
+import { applicationOf, deliverDue, endpointSql, makeDue } from './helpers/objects';
 import { expectDocumented, expectSchemaAgrees } from './helpers/openapi';
 import { type Received, receiver } from './helpers/receiver';
 import { expectCreateFail, expectUpdateFail, expectValue } from './helpers/replies';
-import { fetchAndWait, ORIGIN, post, readLog, registerWebhook, URL_ } from './helpers/requests';
+import { fetchAndWait, ORIGIN, post, readLog, stoppedAfterEachTest, URL_ } from './helpers/requests';
 import { bearer, freshApp, platformToken, tokenFor } from './helpers/tokens';
 
-/** The webhooks a test made: their objects stop when it ends, so that none retries during the next one. */
-const used = new Set<string>();
+/** Webhooks registered here (and any added to `used`) stop their objects' alarms when a test ends. */
+const { register } = stoppedAfterEachTest();
 
-afterEach(async () => {
-  for (const id of used) await runInDurableObject(endpointOf(id), (_, state) => state.storage.deleteAlarm());
-  used.clear();
+afterEach(() => {
   vi.restoreAllMocks();
 });
-
-async function register(app: string, body: Record<string, unknown> = {}) {
-  const hook = await registerWebhook(app, body);
-  used.add(hook.id);
-  return hook;
-}
 
 const patch = (body: unknown, headers: Record<string, string>) =>
   SELF.fetch(

@@ -14,22 +14,15 @@ import { applicationOf, deliverDue, endpointOf, endpointSql, makeDue } from './h
 import { consume, EVENTS_QUEUE } from './helpers/queues';
 import { type Received, receiver } from './helpers/receiver';
 import { expectEventFail, expectSuccess, expectValue } from './helpers/replies';
-import { eventRequest, fetchAndWait, ORIGIN, postJson, publishEvent, registerWebhook } from './helpers/requests';
+import { eventRequest, fetchAndWait, ORIGIN, postJson, publishEvent, stoppedAfterEachTest } from './helpers/requests';
 import { bearer, freshApp, platformToken, tokenFor } from './helpers/tokens';
 
-const used = new Set<string>();
+/** Webhooks registered here (and any added to `used`) stop their objects' alarms when a test ends. */
+const { used, register } = stoppedAfterEachTest();
 
-afterEach(async () => {
-  for (const id of used) await runInDurableObject(endpointOf(id), (_, state) => state.storage.deleteAlarm());
-  used.clear();
+afterEach(() => {
   vi.restoreAllMocks();
 });
-
-async function register(app: string, body: Record<string, unknown> = {}) {
-  const hook = await registerWebhook(app, body);
-  used.add(hook.id);
-  return hook;
-}
 
 /** The platform's endpoint: its URL and secret, as a test sets them. */
 const PLATFORM_URL = 'https://ops.platform.example.com/operational';

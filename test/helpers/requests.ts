@@ -1,8 +1,9 @@
 // Requests to the Worker: its addresses, one helper per method, its entry point with other bindings.
-import { createExecutionContext, env, SELF, waitOnExecutionContext } from 'cloudflare:test';
+import { createExecutionContext, env, runInDurableObject, SELF, waitOnExecutionContext } from 'cloudflare:test';
+import { afterEach } from 'vitest';
 import worker from '../../src/index';
 import { webhooksOf } from './database';
-import { deliveriesOfEvent } from './objects';
+import { deliveriesOfEvent, endpointOf } from './objects';
 import { expectValue } from './replies';
 import { bearer, platformToken, tokenFor } from './tokens';
 
@@ -95,6 +96,25 @@ export async function registerWebhook(app: string, body: Record<string, unknown>
     201,
   );
   return { id: String(value.webhook_id), secret: value.secret };
+}
+
+/**
+ * For a test file whose tests leave deliveries pending: `register` is registerWebhook remembering
+ * the webhook, and after each test the objects of the webhooks in `used` (add others to it) stop
+ * their alarms, so that none retries during the next test.
+ */
+export function stoppedAfterEachTest() {
+  const used = new Set<string>();
+  afterEach(async () => {
+    for (const id of used) await runInDurableObject(endpointOf(id), (_, state) => state.storage.deleteAlarm());
+    used.clear();
+  });
+  const register = async (app: string, body: Record<string, unknown> = {}) => {
+    const hook = await registerWebhook(app, body);
+    used.add(hook.id);
+    return hook;
+  };
+  return { used, register };
 }
 
 /**
