@@ -298,12 +298,13 @@ describe('POST /v1.0/app/nft/webhook/delivery/resend', () => {
     };
     const first = await applicationOf(app).publish([event], [[id]]);
     const retried = await applicationOf(app).publish([event], [[id]]);
-    expect(first).toEqual([{ eventId: event.eventId, deliveryIds: [expect.stringMatching(/^\d+$/)] }]);
-    expect(retried).toEqual([{ eventId: event.eventId, deliveryIds: [] }]);
+    // Stored under an id that carries its sequence number; handed again, the same event.
+    expect(first).toEqual([{ eventId: expect.stringMatching(/^evt_[0-9a-f]{32}$/), deliveryIds: [expect.stringMatching(/^\d+$/)] }]);
+    expect(retried).toEqual([{ eventId: first[0]?.eventId, deliveryIds: [] }]);
     const rows = await endpointSql<{ n: number }>(
       id,
       'SELECT COUNT(*) AS n FROM deliveries WHERE event_id = ?1',
-      event.eventId,
+      first[0]?.eventId as string,
     );
     expect(rows[0]?.n).toBe(1);
   });

@@ -3,7 +3,8 @@
 // its attempts, what a resend copies, and the archived failed deliveries a recovery brings back.
 // An archived delivery reads exactly as it did hot: R2 holds its row as it was.
 import { DELIVERY_CURSOR, type Page, pageOf } from '../core/pages';
-import { type ArchiveReader, compareIds } from './archive';
+import { compareByAge } from '../events/store/delivery-ids';
+import type { ArchiveReader } from './archive';
 import { type ArchivedDelivery, archivedFailed, archivedOne, archivedPage } from './store/archive';
 import {
   type AttemptRow,
@@ -28,7 +29,7 @@ const rowOf = (d: ArchivedDelivery): DeliveryRow => ({
   created_at: d.created_at,
 });
 
-/** A keyset page of the endpoint's deliveries, hot and archived, newest (largest id) first. */
+/** A keyset page of the endpoint's deliveries, hot and archived, newest first (see newestFirst). */
 export async function historyPage(
   storage: DurableObjectStorage,
   reader: ArchiveReader,
@@ -43,7 +44,7 @@ export async function historyPage(
     ...cold.map((ref) => ({ cold: ref })),
   ];
   const idOf = (entry: (typeof merged)[number]) => ('hot' in entry ? entry.hot.delivery_id : entry.cold.delivery_id);
-  merged.sort((a, b) => compareIds(idOf(b), idOf(a)));
+  merged.sort((a, b) => compareByAge(idOf(b), idOf(a)));
   const shown = merged.slice(0, wanted);
   const archived = await reader.deliveries(shown.flatMap((entry) => ('cold' in entry ? [entry.cold] : [])));
   const byId = new Map(archived.map((d) => [d.delivery_id, rowOf(d)]));
@@ -75,7 +76,9 @@ export async function historyDelivery(
   if (hot !== null) return hot;
   const d = await archivedDelivery(storage, reader, deliveryId, appId);
   // With its body, as one delivery's read shows it hot.
-  return d === null ? null : { delivery: { ...rowOf(d), payload: d.payload }, attempts: d.attempt_log };
+  return d === null
+    ? null
+    : { delivery: { ...rowOf(d), payload: d.payload, event_id: d.event_id }, attempts: d.attempt_log };
 }
 
 /** What a resend copies of a delivery, hot or archived: its event's type, body and message id. */

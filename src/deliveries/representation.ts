@@ -23,3 +23,20 @@ export function deliveryJson(row: DeliveryRow, attempts?: AttemptRow[]): string 
 /** A page of the delivery log. */
 export const deliveryPageJson = (rows: DeliveryRow[], nextCursor: string | null) =>
   `{"deliveries":[${rows.map((r) => deliveryJson(r)).join(',')}],"next_cursor":${text(nextCursor)}}`;
+
+/**
+ * An event's journey: the event (its type, data and time, read from the body its deliveries
+ * send, `data` with its exact text) and each of its deliveries.
+ */
+export function eventJourneyJson(eventId: string, deliveries: { webhookId: string; delivery: DeliveryRow }[]): string {
+  const first = deliveries[0]?.delivery as DeliveryRow;
+  const payload = first.payload ?? '';
+  // The body is {"type":…,"timestamp":"…","data":…}: a type and a time hold no `,"data":`.
+  const at = payload.indexOf(',"data":');
+  const data = at === -1 ? 'null' : payload.slice(at + 8, -1);
+  const each = deliveries.map(
+    ({ webhookId, delivery: d }) =>
+      `{"webhook_id":${webhookId},"delivery_id":${d.delivery_id},"status":${JSON.stringify(d.status)},"attempts":${d.attempts},"last_status":${d.last_status ?? 'null'},"last_error":${text(d.last_error)}}`,
+  );
+  return `{"event_id":${JSON.stringify(eventId)},"type":${JSON.stringify(first.type)},"data":${data},"created_at":${JSON.stringify(first.created_at)},"deliveries":[${each.join(',')}]}`;
+}

@@ -26,10 +26,9 @@ export async function resend(c: Context<AppEnv>): Promise<Response> {
   const original = await inObject(() => c.env.ENDPOINTS.getByName(webhookId).eventOf(deliveryId, appId));
   if (original === null) throw missing();
   await ownedEndpoint(c, webhookId, { enabled: true, missing });
-  const eventId = newEventId();
   const createdAt = new Date().toISOString();
   const event = {
-    eventId,
+    eventId: newEventId(),
     appId,
     sourceKey: null,
     type: original.type,
@@ -39,6 +38,6 @@ export async function resend(c: Context<AppEnv>): Promise<Response> {
   };
   const [stored] = await publishAtApplications(c.env, [event], [[webhookId]]);
   c.set('webhookId', webhookId);
-  c.set('eventId', eventId);
+  c.set('eventId', stored?.eventId ?? event.eventId);
   return success(c, { status: 202, value: `{"delivery_id":${stored?.deliveryIds[0]}}` });
 }

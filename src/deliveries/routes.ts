@@ -5,6 +5,7 @@ import type { AppEnv } from '../http/app-env';
 import { Code } from '../http/envelope';
 import { limitApplication } from '../http/limits';
 import { mountPath } from '../http/operations';
+import { readEventJourney } from './journey';
 import { watchDeliveries } from './live';
 import { readDeliveries } from './log';
 import { recover } from './recover';
@@ -18,10 +19,11 @@ export const RECOVER_PATH = '/v1.0/app/nft/webhook/recover';
 export const RESEND_PATH = '/v1.0/app/nft/webhook/delivery/resend';
 export const STATS_PATH = '/v1.0/app/nft/webhook/stats';
 export const LIVE_PATH = '/v1.0/app/nft/webhook/delivery/live';
+export const EVENT_PATH = '/v1.0/app/nft/event';
 
 /**
- * What an application does with its deliveries: read the log and the stats, watch them live (a
- * WebSocket), send a test event, resend a delivery, recover failures (the last three only with a
+ * What an application does with its deliveries: read the log and the stats, follow an event to
+ * its deliveries, watch them live (a WebSocket), send a test event, resend a delivery, recover failures (the last three only with a
  * token that may write).
  */
 export function mountDeliveries(app: HonoBase<AppEnv>) {
@@ -31,6 +33,9 @@ export function mountDeliveries(app: HonoBase<AppEnv>) {
   const delivering = [...writing, deliverySettingsChecked];
   mountPath(app, DELIVERY_PATH, {
     GET: { name: 'deliveries', code: Code.queryFail, handlers: [...guarded, readDeliveries] },
+  });
+  mountPath(app, EVENT_PATH, {
+    GET: { name: 'event', code: Code.queryFail, handlers: [...guarded, readEventJourney] },
   });
   mountPath(app, TEST_EVENT_PATH, {
     POST: { name: 'test', code: Code.eventFail, handlers: [...delivering, sendTestEvent] },

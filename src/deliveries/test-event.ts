@@ -24,9 +24,11 @@ export async function sendTestEvent(c: Context<AppEnv>): Promise<Response> {
   await ownedEndpoint(c, webhookId, { enabled: true });
   const event = eventToStore({ appId: c.get('appId'), type, data: '{}' }, null);
   const [stored] = await publishAtApplications(c.env, [event], [[webhookId]]);
-  c.set('eventId', event.eventId);
+  // The id it was stored under (which carries where its delivery is).
+  const eventId = stored?.eventId ?? event.eventId;
+  c.set('eventId', eventId);
   return success(c, {
     status: 202,
-    value: `{"event_id":${JSON.stringify(event.eventId)},"delivery_id":${stored?.deliveryIds[0]}}`,
+    value: `{"event_id":${JSON.stringify(eventId)},"delivery_id":${stored?.deliveryIds[0]}}`,
   });
 }

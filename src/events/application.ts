@@ -24,6 +24,7 @@ import { forgetEvents, hasLegacyEvents, oldestKept } from './store/dedupe';
 import { Sequence, webhookOf } from './store/delivery-ids';
 import { endpointsHeld, holdsDeliveries, rememberEndpoints } from './store/endpoints';
 import { type EventToStore, type Handover, insertEvents, type NewDelivery, type StoredEvent } from './store/events';
+import { journeyOf } from './store/journeys';
 import { handedOver, outbox, outboxEmpty } from './store/outbox';
 import { countHeld, oldestEvent, purgeEvents } from './store/retention';
 import { APPLICATION_SCHEMA } from './store/schema';
@@ -151,6 +152,11 @@ export class Application extends DurableObject<CloudflareBindings> {
   /** The webhook whose endpoint holds the delivery, or null when the application has none such. */
   locate(deliveryId: string): string | null {
     return webhookOf(this.ctx.storage.sql, deliveryId);
+  }
+
+  /** Where the event's deliveries are (see store/journeys.ts); null when none is noted for this id. */
+  journey(eventId: string): { webhookId: string; deliveryId: string }[] | null {
+    return journeyOf(this.ctx.storage.sql, eventId);
   }
 
   /**

@@ -63,13 +63,15 @@ async function emitOne(env: CloudflareBindings, event: OperationalEvent, publish
   );
   const stored = eventToStore({ appId, type, data: dataJson(data) }, null);
   const targets = subscribers.map((s) => s.webhook_id);
-  await publish(env, [stored], [targets], filtersOf(subscribers));
-  log('info', { msg: 'operational event made', type, webhook_id: webhookId, event_id: stored.eventId });
+  const [kept] = await publish(env, [stored], [targets], filtersOf(subscribers));
+  // The id it was stored under (which carries where its deliveries are), the platform's copy's too.
+  const eventId = kept?.eventId ?? stored.eventId;
+  log('info', { msg: 'operational event made', type, webhook_id: webhookId, event_id: eventId });
   if (!operationalWanted(env)) return;
   // The platform's copy: the same event id and timestamp, `app_id` added to its data.
   await env.ENDPOINTS.getByName(PLATFORM_ENDPOINT).handOverOperational({
-    event_id: stored.eventId,
-    message_id: stored.eventId,
+    event_id: eventId,
+    message_id: eventId,
     app_id: appId,
     type,
     payload: eventPayload(type, stored.createdAt, dataJson({ ...data, app_id: appId })),

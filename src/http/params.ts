@@ -184,3 +184,13 @@ export function appIdField(value: unknown): string {
   }
   return value;
 }
+
+const EVENT_ID = /^evt_[0-9a-f]{32}$/;
+
+/** The query's `event_id`: `evt_` and 32 lowercase hex digits, as the service gives them. */
+export function eventIdParam(query: URLSearchParams): string {
+  const text = single(query, 'event_id');
+  if (text === undefined) throw badInput('event_id is required');
+  if (!EVENT_ID.test(text)) throw badInput('event_id must be evt_ followed by 32 lowercase hex digits');
+  return text;
+}

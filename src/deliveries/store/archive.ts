@@ -2,6 +2,7 @@
 // ended read whole for R2, the slim rows that stay once they are there, the rows the log and
 // recovery find among them, a recovered one brought back whole, and the archive's retention.
 // Delivery ids are int64 and travel as decimal text (CAST in SQL).
+import { newestFirst } from '../../events/store/delivery-ids';
 import type { AttemptRow } from './log';
 
 /** A delivery as the archive holds it: every column of its row, and every attempt with its body. */
@@ -127,24 +128,28 @@ export interface ArchivedRef {
 
 const REF_COLUMNS = 'CAST(a.delivery_id AS TEXT) AS delivery_id, o.key AS key';
 
-/** Archived deliveries before `before` (an id), of `status` and `type` when given, newest first, at most `limit`. */
+/** Archived deliveries before `before` (an id), of `status` and `type` when given, newest first (as newestFirst), at most `limit`. */
 export function archivedPage(
   sql: SqlStorage,
   query: { before?: string; status?: string; type?: string; limit: number },
 ): ArchivedRef[] {
   if (query.status === 'pending') return [];
-  return sql
-    .exec<ArchivedRef & Record<string, SqlStorageValue>>(
-      `SELECT ${REF_COLUMNS} FROM archived a JOIN archive_objects o ON o.object_id = a.object_id
-       WHERE (?1 IS NULL OR a.delivery_id < CAST(?1 AS INTEGER)) AND (?2 IS NULL OR (a.code & 3) = ?2)
-         AND (?3 IS NULL OR (a.code >> 2) = (SELECT code FROM archive_types WHERE type = ?3))
-       ORDER BY a.delivery_id DESC LIMIT ?4`,
-      query.before ?? null,
-      query.status === undefined ? null : (STATUS_CODES[query.status] ?? -1),
-      query.type ?? null,
-      query.limit,
-    )
-    .toArray();
+  return newestFirst(query.before, query.limit, (from, to, wanted) =>
+    sql
+      .exec<ArchivedRef & Record<string, SqlStorageValue>>(
+        `SELECT ${REF_COLUMNS} FROM archived a JOIN archive_objects o ON o.object_id = a.object_id
+         WHERE a.delivery_id >= CAST(?1 AS INTEGER) AND a.delivery_id < CAST(?2 AS INTEGER)
+           AND (?3 IS NULL OR (a.code & 3) = ?3)
+           AND (?4 IS NULL OR (a.code >> 2) = (SELECT code FROM archive_types WHERE type = ?4))
+         ORDER BY a.delivery_id DESC LIMIT ?5`,
+        from,
+        to,
+        query.status === undefined ? null : (STATUS_CODES[query.status] ?? -1),
+        query.type ?? null,
+        wanted,
+      )
+      .toArray(),
+  );
 }
 
 /** The archived delivery with this id, or undefined. */

@@ -1,6 +1,7 @@
 // The delivery log and counters, read from the endpoint object's database: pages of deliveries,
 // one delivery with its attempts, what a resend copies, the hourly counters.
 import { DELIVERY_CURSOR, type Page, pageOf } from '../../core/pages';
+import { newestFirst } from '../../events/store/delivery-ids';
 import type { AttemptRecord } from './sending';
 
 /** A delivery as the log shows it. */
@@ -18,6 +19,8 @@ export interface DeliveryRow {
   created_at: string;
   /** The exact body every attempt sends: read for one delivery only. */
   payload?: string;
+  /** The event it delivers (a resend's own, where `message_id` is its original's): read for one delivery only. */
+  event_id?: string;
 }
 
 /** One recorded attempt, as the log shows it. */
@@ -35,21 +38,24 @@ export interface DeliveryPageQuery {
   limit: number;
 }
 
-/** A keyset page of the deliveries, newest (largest id) first, with the cursor of the next page. */
+/** A keyset page of the deliveries, newest first (by era, then id: see newestFirst), with the cursor of the next page. */
 export function listDeliveries(sql: SqlStorage, { before, status, type, limit }: DeliveryPageQuery): Page<DeliveryRow> {
-  const rows = sql
-    .exec<DeliveryRow & Record<string, SqlStorageValue>>(
-      `SELECT ${DELIVERY_COLUMNS} FROM deliveries
-       WHERE (?1 IS NULL OR delivery_id < CAST(?1 AS INTEGER)) AND (?2 IS NULL OR status = ?2)
-         AND (?3 IS NULL OR type = ?3)
-       ORDER BY delivery_id DESC
-       LIMIT ?4`,
-      before ?? null,
-      status ?? null,
-      type ?? null,
-      limit + 1,
-    )
-    .toArray();
+  const rows = newestFirst(before, limit + 1, (from, to, wanted) =>
+    sql
+      .exec<DeliveryRow & Record<string, SqlStorageValue>>(
+        `SELECT ${DELIVERY_COLUMNS} FROM deliveries
+         WHERE delivery_id >= CAST(?1 AS INTEGER) AND delivery_id < CAST(?2 AS INTEGER)
+           AND (?3 IS NULL OR status = ?3) AND (?4 IS NULL OR type = ?4)
+         ORDER BY delivery_id DESC
+         LIMIT ?5`,
+        from,
+        to,
+        status ?? null,
+        type ?? null,
+        wanted,
+      )
+      .toArray(),
+  );
   return pageOf(rows, limit, (row) => row.delivery_id, DELIVERY_CURSOR);
 }
 
@@ -61,7 +67,8 @@ export function getDelivery(
 ): { delivery: DeliveryRow; attempts: AttemptRow[] } | null {
   const [delivery] = sql
     .exec<DeliveryRow & Record<string, SqlStorageValue>>(
-      `SELECT ${DELIVERY_COLUMNS}, payload FROM deliveries WHERE delivery_id = CAST(?1 AS INTEGER) AND app_id = ?2`,
+      `SELECT ${DELIVERY_COLUMNS}, payload, event_id FROM deliveries
+       WHERE delivery_id = CAST(?1 AS INTEGER) AND app_id = ?2`,
       deliveryId,
       appId,
     )

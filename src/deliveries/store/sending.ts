@@ -112,9 +112,10 @@ export function dueDeliveries(sql: SqlStorage, until: string, limit: number): Du
 }
 
 /**
- * The head of a FIFO endpoint: its oldest pending delivery (the smallest id), or undefined when
- * none is pending. Read through the index of pending deliveries, so the deliveries that ended are
- * never scanned.
+ * The head of a FIFO endpoint: its oldest pending delivery (the oldest era's smallest id, see
+ * store/delivery-ids.ts: this release's ids, from 2^52 to 2^53, are younger than the wider ones
+ * of the release before), or undefined when none is pending. Read through the index of pending
+ * deliveries, so the deliveries that ended are never scanned.
  */
 export function headDelivery(sql: SqlStorage): DueDelivery | undefined {
   const [head] = sql
@@ -122,7 +123,7 @@ export function headDelivery(sql: SqlStorage): DueDelivery | undefined {
       `SELECT ${DUE_COLUMNS}
        FROM deliveries INDEXED BY deliveries_due
        WHERE status = 'pending'
-       ORDER BY delivery_id
+       ORDER BY delivery_id BETWEEN 4503599627370496 AND 9007199254740991, delivery_id
        LIMIT 1`,
     )
     .toArray();

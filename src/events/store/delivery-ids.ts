@@ -1,34 +1,103 @@
 // Delivery ids in the application object's database. A delivery id carries its endpoint: the
 // application numbers each webhook it hands deliveries to (the endpoints table, one row per
-// webhook, written once), and a delivery's id is 2^62 + (the event's sequence number << 14) + that
-// number. So a delivery is found by its id alone, with no row per delivery here. An event's
-// sequence number is its time (milliseconds since 2020) << 6 plus 6 random bits, and above the
-// one before: ids are unique in the application (one sequence number per event, one endpoint
-// number per webhook), grow with creation, differ between applications but by chance (as the ids
-// before did), and lie above every id given before (ids below 2^53, which keep their index rows
-// until the retention removes them). Ids travel as decimal text (int64, never a double).
+// webhook, written once), and a delivery's id is 2^52 + (the event's sequence number << 14) + that
+// number: at most 2^53 - 1, so it reads exactly as a JSON number in every client (plain
+// `JSON.parse` included). So a delivery is found by its id alone, with no row per delivery here.
+// An event's sequence number is a counter of the application's events (38 bits: 274 billion
+// events), which the event's id carries too (eventIdOf), so an event's deliveries are found from
+// its id (store/journeys.ts). Ids are unique in the application and grow with creation.
+//
+// Three kinds of id live side by side, by the release that gave them (their "eras"):
+// - indexed: below 2^52, milliseconds since 2020 << 12 plus 12 random bits, each with an index row
+//   in the deliveries table (the first releases; still given when an application has used up its
+//   endpoint numbers, and by the platform's operational endpoint);
+// - wide: 2^62 + (a time-based sequence number << 14) + the endpoint's number, given by the release
+//   before this one (above 2^53: exact only to clients that keep digits), still read everywhere;
+// - carried: this release's, above.
+// Each era is younger than the one before, so "newest first" reads the carried ids, then the wide
+// ones, then the indexed ones (eraRanges), each by id.
 
-const CARRIED = 1n << 62n;
+const CARRIED = 1n << 52n;
+const CARRIED_END = 1n << 53n;
+const WIDE = 1n << 62n;
 const ENDPOINT_BITS = 14n;
 const MAX_ENDPOINT = (1n << ENDPOINT_BITS) - 1n;
-const MAX_SEQUENCE = (1n << (62n - ENDPOINT_BITS)) - 1n;
-const SEQUENCE_RANDOM_BITS = 6n;
-/** Sequence numbers reserved by one write of the `ids` row: a minute's, so one row written a minute at most. */
-const SEQUENCE_BLOCK = 60_000n << SEQUENCE_RANDOM_BITS;
+const MAX_SEQUENCE = (1n << (52n - ENDPOINT_BITS)) - 1n;
+/** Sequence numbers reserved by one write of the `ids` row 'counter', so one row is written per that many events. */
+const SEQUENCE_BLOCK = 4096n;
+/** Hex digits of the sequence number at the start of an event id (38 bits fit in 10). */
+const SEQUENCE_DIGITS = 10;
 
 /** The id of the delivery of event `sequence` to endpoint number `endpoint`. */
 export const carriedId = (sequence: bigint, endpoint: number) =>
   (CARRIED | (sequence << ENDPOINT_BITS) | BigInt(endpoint)).toString();
 
-/** The endpoint number a delivery id carries, or null for an id given before ids carried it. */
+/** The endpoint number a delivery id carries, or null for an indexed id (one with an index row). */
 export function carriedEndpoint(deliveryId: string): number | null {
   const id = BigInt(deliveryId);
-  return id < CARRIED ? null : Number(id & MAX_ENDPOINT);
+  return id >= WIDE || (id >= CARRIED && id < CARRIED_END) ? Number(id & MAX_ENDPOINT) : null;
 }
 
-// Ids given before (and still given when an application has used up its endpoint numbers or its
-// sequence): milliseconds since 2020 times 2^12, plus 12 random bits, above the last one given
-// (the `ids` row 'delivery'), each with an index row in the deliveries table.
+/**
+ * The ranges of ids, [from, to) as decimal text, that a page of deliveries newest first reads in
+ * turn (carried, wide, indexed), cut at `before` (the cursor's id, excluded) when given.
+ */
+export function eraRanges(before?: string): [from: string, to: string][] {
+  const eras: [bigint, bigint][] = [
+    [CARRIED, CARRIED_END],
+    [WIDE, (1n << 63n) - 1n],
+    [0n, CARRIED],
+  ];
+  if (before === undefined) return eras.map(([from, to]) => [from.toString(), to.toString()]);
+  const cut = BigInt(before);
+  const at = eras.findIndex(([from, to]) => cut >= from && cut < to);
+  // An id in no era (between 2^53 and 2^62) was never given: nothing is before it.
+  if (at === -1) return [];
+  return eras.slice(at).map(([from, to], i) => [from.toString(), (i === 0 ? cut : to).toString()]);
+}
+
+/**
+ * Up to `limit` rows newest first: `read(from, to, limit)` reads one era's range [from, to)
+ * newest first (by id), the eras in turn from the one `before` falls in.
+ */
+export function newestFirst<T>(
+  before: string | undefined,
+  limit: number,
+  read: (from: string, to: string, limit: number) => T[],
+): T[] {
+  const rows: T[] = [];
+  for (const [from, to] of eraRanges(before)) {
+    if (rows.length >= limit) break;
+    rows.push(...read(from, to, limit - rows.length));
+  }
+  return rows;
+}
+
+/** Compares two delivery ids by age (negative: `a` is older), era first, then id. */
+export function compareByAge(a: string, b: string): number {
+  const era = (id: bigint) => (id >= CARRIED && id < CARRIED_END ? 2 : id >= WIDE ? 1 : 0);
+  const x = BigInt(a);
+  const y = BigInt(b);
+  return era(x) - era(y) || (x < y ? -1 : x > y ? 1 : 0);
+}
+
+/**
+ * An event id that carries its sequence number: `evt_`, the number in 10 hex digits, then the
+ * rest of the random id the event was given (`evt_` and 32 hex digits, as before).
+ */
+export const eventIdOf = (sequence: bigint, givenId: string) =>
+  `evt_${sequence.toString(16).padStart(SEQUENCE_DIGITS, '0')}${givenId.slice(4 + SEQUENCE_DIGITS)}`;
+
+/** The sequence number an event id may carry (any id of its form does; its deliveries confirm it), or null. */
+export function sequenceOf(eventId: string): bigint | null {
+  if (!/^evt_[0-9a-f]{32}$/.test(eventId)) return null;
+  const n = BigInt(`0x${eventId.slice(4, 4 + SEQUENCE_DIGITS)}`);
+  return n >= 1n && n <= MAX_SEQUENCE ? n : null;
+}
+
+// Indexed ids (given when an application has used up its endpoint numbers or its sequence, and by
+// the operational endpoint): milliseconds since 2020 times 2^12, plus 12 random bits, above the
+// last one given (the `ids` row 'delivery'), each with an index row in the deliveries table.
 const EPOCH_MS = 1_577_836_800_000n;
 const RANDOM_BITS = 12n;
 
@@ -41,30 +110,28 @@ export function nextDeliveryId(last: string | null, now: number): string {
 }
 
 /**
- * The events' sequence numbers: `next` in memory, the reserved ceiling in the `ids` row 'sequence'
- * (read once per call, so a rolled back call leaves nothing behind); a new instance starts above
- * the ceiling, so a number is never given twice.
+ * The events' sequence numbers, a counter: `next` in memory, the reserved ceiling in the `ids` row
+ * 'counter' (read once per call, so a rolled back call leaves nothing behind); a new instance
+ * starts above the ceiling, so a number is never given twice. (The row 'sequence' is the release
+ * before's, whose numbers were times: left as it is.)
  */
 export class Sequence {
   private next: bigint | null = null;
 
   /**
-   * The numbers of one call: its `take` gives the next one at `now`, or null when the sequence is
-   * used up. Call it, and its `take`, in the transaction that uses them.
+   * The numbers of one call: its `take` gives the next one, or null when the sequence is used up.
+   * Call it, and its `take`, in the transaction that uses them.
    */
-  begin(sql: SqlStorage): (now: number) => bigint | null {
-    const [row] = sql.exec<{ last: string }>(`SELECT last FROM ids WHERE name = 'sequence'`).toArray();
+  begin(sql: SqlStorage): () => bigint | null {
+    const [row] = sql.exec<{ last: string }>(`SELECT last FROM ids WHERE name = 'counter'`).toArray();
     let reserved = row === undefined ? 0n : BigInt(row.last);
-    return (now) => {
-      const random = BigInt(crypto.getRandomValues(new Uint8Array(1))[0] as number) & 63n;
-      const fresh = ((BigInt(now) - EPOCH_MS) << SEQUENCE_RANDOM_BITS) | random;
-      const after = this.next ?? reserved + 1n;
-      const n = fresh > after ? fresh : after;
+    return () => {
+      const n = this.next ?? reserved + 1n;
       if (n > MAX_SEQUENCE) return null;
       if (n > reserved) {
-        reserved = n + SEQUENCE_BLOCK;
+        reserved = n + SEQUENCE_BLOCK - 1n;
         sql.exec(
-          `INSERT INTO ids (name, last) VALUES ('sequence', ?1) ON CONFLICT (name) DO UPDATE SET last = excluded.last`,
+          `INSERT INTO ids (name, last) VALUES ('counter', ?1) ON CONFLICT (name) DO UPDATE SET last = excluded.last`,
           reserved.toString(),
         );
       }

@@ -3,7 +3,8 @@
 // outbox rows, all in the caller's transaction. Delivery ids are int64, as decimal text.
 
 import { EVENT_KEY, publishedEvent, rememberEvent } from './dedupe';
-import { carriedId, endpointNumber, nextDeliveryId, type Sequence } from './delivery-ids';
+import { carriedId, endpointNumber, eventIdOf, nextDeliveryId, type Sequence } from './delivery-ids';
+import { noteJourney } from './journeys';
 
 /** A delivery still to hand over: its id and its webhook. */
 export type Target = [deliveryId: string, webhookId: string];
@@ -107,18 +108,23 @@ export function insertEvents(
     const key = event.sourceKey ?? `${EVENT_KEY}${event.eventId}`;
     const found = publishedEvent(sql, key, event.eventId, ids.dedupeSince, ids.legacyEvents);
     if (found !== null) return { eventId: found, deliveryIds: [] };
-    rememberEvent(sql, key, event.eventId, event.createdAt);
+    // Its id carries its sequence number (and so where its deliveries are): given here, once stored.
+    const sequence = take();
+    const eventId = sequence === null ? event.eventId : eventIdOf(sequence, event.eventId);
+    rememberEvent(sql, key, eventId, event.createdAt);
     const hooks = targets[i] ?? [];
-    const sequence = hooks.length > 0 ? take(Date.now()) : null;
+    const carried: number[] = [];
     const handover: Target[] = hooks.map((webhookId) => {
       const n = sequence === null ? null : numberOf(webhookId);
-      const id = sequence !== null && n !== null ? carriedId(sequence, n) : indexedId(webhookId, event.createdAt);
-      return [id, webhookId];
+      if (sequence === null || n === null) return [indexedId(webhookId, event.createdAt), webhookId];
+      carried.push(n);
+      return [carriedId(sequence, n), webhookId];
     });
+    if (sequence !== null && carried.length > 0) noteJourney(sql, sequence, Date.parse(event.createdAt), carried);
     if (handover.length > 0) {
       const body: Omit<NewDelivery, 'delivery_id'> = {
-        event_id: event.eventId,
-        message_id: event.messageId ?? event.eventId,
+        event_id: eventId,
+        message_id: event.messageId ?? eventId,
         app_id: event.appId,
         type: event.type,
         payload: event.payload,
@@ -126,16 +132,16 @@ export function insertEvents(
       };
       sql.exec(
         'INSERT INTO outbox (event_id, event, targets) VALUES (?1, ?2, ?3)',
-        event.eventId,
+        eventId,
         JSON.stringify(body),
         JSON.stringify(handover),
       );
       made.push({
-        eventId: event.eventId,
+        eventId,
         deliveries: handover.map(([id, webhookId]) => ({ webhookId, delivery: { delivery_id: id, ...body } })),
       });
     }
-    return { eventId: event.eventId, deliveryIds: handover.map(([id]) => id) };
+    return { eventId, deliveryIds: handover.map(([id]) => id) };
   });
   if (typeof last === 'string') {
     sql.exec(

@@ -1,6 +1,8 @@
-// Retention in the application object's database: events and index rows past it go, in bounded steps.
+// Retention in the application object's database: events, index rows and journeys past it go, in
+// bounded steps.
+import { purgeJourneys } from './journeys';
 
-/** Deletes events and index rows created before `before`, at most `limit` of each; returns how many. */
+/** Deletes events, index rows and journeys created before `before`, at most `limit` of each; returns how many. */
 export function purgeEvents(storage: DurableObjectStorage, before: string, limit: number): number {
   return storage.transactionSync(() => {
     const { sql } = storage;
@@ -16,14 +18,21 @@ export function purgeEvents(storage: DurableObjectStorage, before: string, limit
       before,
       limit,
     );
-    return events.toArray().length + deliveries.toArray().length;
+    const journeys = purgeJourneys(sql, Date.parse(before), limit);
+    return events.toArray().length + deliveries.toArray().length + journeys;
   });
 }
 
-/** When the oldest event was stored (ms), or null when there is none. */
+/** When the oldest event or journey was stored (ms), or null when there is none. */
 export function oldestEvent(sql: SqlStorage): number | null {
-  const [row] = sql.exec<{ at: string | null }>('SELECT MIN(created_at) AS at FROM events').toArray();
-  return row?.at == null ? null : Date.parse(row.at);
+  const [row] = sql
+    .exec<{ at: string | null; journey: number | null }>(
+      `SELECT (SELECT MIN(created_at) FROM events) AS at,
+         (SELECT created FROM journeys ORDER BY sequence LIMIT 1) AS journey`,
+    )
+    .toArray();
+  const times = [row?.at == null ? null : Date.parse(row.at), row?.journey ?? null].filter((t) => t !== null);
+  return times.length === 0 ? null : Math.min(...times);
 }
 
 /** What the application's object holds (counted before an erasure): its events and its value sets' values. */

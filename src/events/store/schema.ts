@@ -73,10 +73,24 @@ UPDATE endpoints SET n = (SELECT COUNT(*) FROM endpoints AS e WHERE e.webhook_id
 CREATE UNIQUE INDEX endpoints_by_number ON endpoints (n);
 `;
 
+/**
+ * Step 5: events' journeys (store/journeys.ts): for each event stored with deliveries, the
+ * endpoint numbers it was handed to, by its sequence number (which its id and its deliveries' ids
+ * carry). Events stored before have none.
+ */
+const V5 = `
+CREATE TABLE journeys (
+  sequence  INTEGER PRIMARY KEY,
+  created   INTEGER NOT NULL,
+  endpoints TEXT    NOT NULL
+);
+`;
+
 /** The application object's schema steps: step n takes version n - 1 to n. */
 export const APPLICATION_SCHEMA: readonly SchemaStep[] = [
   (sql) => sql.exec(V1),
   (sql) => sql.exec(V2),
   (sql) => sql.exec(V3),
   (sql) => sql.exec(V4),
+  (sql) => sql.exec(V5),
 ];
