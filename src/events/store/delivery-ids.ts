@@ -14,8 +14,8 @@
 // - wide: 2^62 + (a time-based sequence number << 14) + the endpoint's number, given by the release
 //   before this one (above 2^53: exact only to clients that keep digits), still read everywhere;
 // - carried: this release's, above.
-// Each era is younger than the one before, so "newest first" reads the carried ids, then the wide
-// ones, then the indexed ones (eraRanges), each by id.
+// Each era is younger than the one before, so "newest first" reads the carried ids, then every
+// other id by its value (the wide ones above the indexed ones: eraRanges).
 
 const CARRIED = 1n << 52n;
 const CARRIED_END = 1n << 53n;
@@ -40,18 +40,18 @@ export function carriedEndpoint(deliveryId: string): number | null {
 
 /**
  * The ranges of ids, [from, to) as decimal text, that a page of deliveries newest first reads in
- * turn (carried, wide, indexed), cut at `before` (the cursor's id, excluded) when given.
+ * turn, cut at `before` (the cursor's id, excluded) when given: the carried ids, then every id
+ * above them (the wide ones, and any an operator inserted above 2^53), then the indexed ones.
  */
 export function eraRanges(before?: string): [from: string, to: string][] {
   const eras: [bigint, bigint][] = [
     [CARRIED, CARRIED_END],
-    [WIDE, (1n << 63n) - 1n],
+    [CARRIED_END, (1n << 63n) - 1n],
     [0n, CARRIED],
   ];
   if (before === undefined) return eras.map(([from, to]) => [from.toString(), to.toString()]);
   const cut = BigInt(before);
   const at = eras.findIndex(([from, to]) => cut >= from && cut < to);
-  // An id in no era (between 2^53 and 2^62) was never given: nothing is before it.
   if (at === -1) return [];
   return eras.slice(at).map(([from, to], i) => [from.toString(), (i === 0 ? cut : to).toString()]);
 }
@@ -75,7 +75,7 @@ export function newestFirst<T>(
 
 /** Compares two delivery ids by age (negative: `a` is older), era first, then id. */
 export function compareByAge(a: string, b: string): number {
-  const era = (id: bigint) => (id >= CARRIED && id < CARRIED_END ? 2 : id >= WIDE ? 1 : 0);
+  const era = (id: bigint) => (id >= CARRIED && id < CARRIED_END ? 1 : 0);
   const x = BigInt(a);
   const y = BigInt(b);
   return era(x) - era(y) || (x < y ? -1 : x > y ? 1 : 0);
