@@ -65,7 +65,10 @@ describe('GET /v1.0/app/nft/event', () => {
       {},
       new Request(`${ORIGIN}/v1.0/platform/nft/event`, {
         method: 'POST',
-        headers: { 'content-type': 'application/json', ...bearer(await tokenFor('platform', { scope: 'events:publish' })) },
+        headers: {
+          'content-type': 'application/json',
+          ...bearer(await tokenFor('platform', { scope: 'events:publish' })),
+        },
         body: `{"app_id":${JSON.stringify(app)},"type":"NEW_NFT","data":{"price":${big},"owner":"0xabc"}}`,
       }),
     );
@@ -74,7 +77,9 @@ describe('GET /v1.0/app/nft/event', () => {
     await endpointOf(a.id).deliverDue();
     await endpointOf(b.id).deliverDue();
 
-    const { value, text } = await journeyOf(await journey(`event_id=${eventId}`, bearer(await tokenFor(app, { scope: 'webhooks:read' }))));
+    const { value, text } = await journeyOf(
+      await journey(`event_id=${eventId}`, bearer(await tokenFor(app, { scope: 'webhooks:read' }))),
+    );
     expect(text).toContain(`"data":{"price":${big},"owner":"0xabc"}`);
     expect(value).toMatchObject({ event_id: eventId, type: 'NEW_NFT' });
     expect(Date.parse(value.created_at)).toBeGreaterThan(Date.now() - 60_000);
@@ -105,7 +110,10 @@ describe('GET /v1.0/app/nft/event', () => {
       bodies.push(await res.text());
     }
     // The same event id with another random part, asked by its own application: not this event.
-    await expectQueryFail(await journey(`event_id=${eventId.slice(0, 14)}${'0'.repeat(22)}`, bearer(await tokenFor(app))), 404);
+    await expectQueryFail(
+      await journey(`event_id=${eventId.slice(0, 14)}${'0'.repeat(22)}`, bearer(await tokenFor(app))),
+      404,
+    );
     expect(new Set(bodies).size).toBe(1);
   });
 
@@ -115,7 +123,12 @@ describe('GET /v1.0/app/nft/event', () => {
     for (const query of ['', 'event_id=', 'event_id=evt_xyz', `event_id=EVT_${'0'.repeat(32)}`, 'event_id=1']) {
       await expectQueryFail(await journey(query, headers), 400);
     }
-    await expectEnvelope(await journey(`event_id=evt_${'0'.repeat(32)}`, bearer('nope')), 401, 20004, 'Invalid jwt token');
+    await expectEnvelope(
+      await journey(`event_id=evt_${'0'.repeat(32)}`, bearer('nope')),
+      401,
+      20004,
+      'Invalid jwt token',
+    );
   });
 
   it('follows test events and resends under their own ids', async () => {
@@ -159,7 +172,9 @@ describe('GET /v1.0/app/nft/event', () => {
     // One row per event in the application's object, gone with the retention.
     expect(await applicationSql(app, 'SELECT COUNT(*) AS n FROM journeys')).toEqual([{ n: 1 }]);
     await applicationSql(app, 'UPDATE journeys SET created = ?1', Date.parse(daysAgo(31)));
-    await runInDurableObject(applicationOf(app), (instance) => (instance as unknown as { alarm(): Promise<void> }).alarm());
+    await runInDurableObject(applicationOf(app), (instance) =>
+      (instance as unknown as { alarm(): Promise<void> }).alarm(),
+    );
     expect(await applicationSql(app, 'SELECT COUNT(*) AS n FROM journeys')).toEqual([{ n: 0 }]);
     await expectQueryFail(await journey(`event_id=${eventId}`, headers), 404);
     expect(deliveryIds).toHaveLength(1);

@@ -49,7 +49,10 @@ describe('ids read with plain JSON.parse', () => {
     expect(requests).toHaveLength(1);
 
     // The log's ids, the one delivery's, the resend's: each sent back as JSON.parse read it.
-    const page = await parsed<{ deliveries: Delivery[] }>(await readLog(`webhook_id=${created.webhook_id}`, headers), 200);
+    const page = await parsed<{ deliveries: Delivery[] }>(
+      await readLog(`webhook_id=${created.webhook_id}`, headers),
+      200,
+    );
     expect(page.deliveries.map((d) => d.delivery_id)).toEqual([sent.delivery_id]);
     const one = await parsed<Delivery>(await readLog(`delivery_id=${page.deliveries[0]?.delivery_id}`, headers), 200);
     expect(one.delivery_id).toBe(sent.delivery_id);
@@ -137,7 +140,9 @@ describe('ids the release before gave above 2^53', () => {
     const first = JSON.parse(await (await readLog(`webhook_id=${hook.id}&limit=1`, headers)).text()) as {
       value: { next_cursor: string };
     };
-    const second = await (await readLog(`webhook_id=${hook.id}&limit=1&cursor=${first.value.next_cursor}`, headers)).text();
+    const second = await (
+      await readLog(`webhook_id=${hook.id}&limit=1&cursor=${first.value.next_cursor}`, headers)
+    ).text();
     expect([...second.matchAll(/"delivery_id":(\d+)/g)].map((m) => m[1])).toEqual([wide]);
 
     for (const body of [`{"delivery_id":${wide}}`, `{"delivery_id":"${wide}"}`]) {

@@ -3,7 +3,14 @@
 import { SELF } from 'cloudflare:test';
 import { describe, expect, it } from 'vitest';
 import { APPLICATION_PATH } from '../src/applications/routes';
-import { DELIVERY_PATH, RECOVER_PATH, RESEND_PATH, STATS_PATH, TEST_EVENT_PATH } from '../src/deliveries/routes';
+import {
+  DELIVERY_PATH,
+  JOURNEY_PATH,
+  RECOVER_PATH,
+  RESEND_PATH,
+  STATS_PATH,
+  TEST_EVENT_PATH,
+} from '../src/deliveries/routes';
 import { EVENT_PATH, EVENT_TYPES_PATH, EVENTS_PATH } from '../src/events/routes';
 import { FILTER_TEST_PATH, VALUES_PATH } from '../src/filters/routes';
 import { Code, envelope } from '../src/http/envelope';
@@ -50,6 +57,7 @@ describe('docs/openapi.json', () => {
       VALUES_PATH,
       FILTER_TEST_PATH,
       APPLICATION_PATH,
+      JOURNEY_PATH,
     ]);
     for (const [path, methods] of Object.entries(paths)) {
       expect(documentedMethods(path), path).toBe(allowedMethods(path));

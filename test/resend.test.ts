@@ -299,7 +299,9 @@ describe('POST /v1.0/app/nft/webhook/delivery/resend', () => {
     const first = await applicationOf(app).publish([event], [[id]]);
     const retried = await applicationOf(app).publish([event], [[id]]);
     // Stored under an id that carries its sequence number; handed again, the same event.
-    expect(first).toEqual([{ eventId: expect.stringMatching(/^evt_[0-9a-f]{32}$/), deliveryIds: [expect.stringMatching(/^\d+$/)] }]);
+    expect(first).toEqual([
+      { eventId: expect.stringMatching(/^evt_[0-9a-f]{32}$/), deliveryIds: [expect.stringMatching(/^\d+$/)] },
+    ]);
     expect(retried).toEqual([{ eventId: first[0]?.eventId, deliveryIds: [] }]);
     const rows = await endpointSql<{ n: number }>(
       id,

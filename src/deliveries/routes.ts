@@ -19,7 +19,7 @@ export const RECOVER_PATH = '/v1.0/app/nft/webhook/recover';
 export const RESEND_PATH = '/v1.0/app/nft/webhook/delivery/resend';
 export const STATS_PATH = '/v1.0/app/nft/webhook/stats';
 export const LIVE_PATH = '/v1.0/app/nft/webhook/delivery/live';
-export const EVENT_PATH = '/v1.0/app/nft/event';
+export const JOURNEY_PATH = '/v1.0/app/nft/event';
 
 /**
  * What an application does with its deliveries: read the log and the stats, follow an event to
@@ -34,7 +34,7 @@ export function mountDeliveries(app: HonoBase<AppEnv>) {
   mountPath(app, DELIVERY_PATH, {
     GET: { name: 'deliveries', code: Code.queryFail, handlers: [...guarded, readDeliveries] },
   });
-  mountPath(app, EVENT_PATH, {
+  mountPath(app, JOURNEY_PATH, {
     GET: { name: 'event', code: Code.queryFail, handlers: [...guarded, readEventJourney] },
   });
   mountPath(app, TEST_EVENT_PATH, {

@@ -23,7 +23,10 @@ export function journeyOf(sql: SqlStorage, eventId: string): { webhookId: string
   const sequence = sequenceOf(eventId);
   if (sequence === null) return null;
   const [row] = sql
-    .exec<{ endpoints: string }>('SELECT endpoints FROM journeys WHERE sequence = CAST(?1 AS INTEGER)', sequence.toString())
+    .exec<{ endpoints: string }>(
+      'SELECT endpoints FROM journeys WHERE sequence = CAST(?1 AS INTEGER)',
+      sequence.toString(),
+    )
     .toArray();
   if (row === undefined) return null;
   const numbers = row.endpoints.split(',').map(Number);
