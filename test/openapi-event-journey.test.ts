@@ -15,7 +15,7 @@ afterEach(() => {
 describe('docs/openapi.json: an event’s journey', () => {
   let token: string;
   let eventId: string;
-  const journey = (query: string, headers: Record<string, string>, bindings: object = {}) =>
+  const journey = (query: string, headers: Record<string, string>, bindings: Record<string, unknown> = {}) =>
     fetchWith(bindings, new Request(`${ORIGIN}${JOURNEY_PATH}?${query}`, { headers }));
 
   beforeAll(async () => {
