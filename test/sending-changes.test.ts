@@ -63,7 +63,8 @@ describe('a change told to the endpoint stops or changes a pass already under wa
     await expectEnvelope(await putWith(false), 200, 0, 'success');
     await expectEnvelope(await putWith(true), 200, 0, 'success');
     await expectEnvelope(await putWith(true), 200, 0, 'success');
-    // Each real change once, with its audit record's id; the endpoint (`sending`) only for disabling.
+    // Each real change once, with its audit record's id; the endpoint (`sending`) both ways: its
+    // passes keep the webhook they read until told.
     const { results: audit } = await env.DB.prepare(
       'SELECT audit_id, action FROM webhook_audit WHERE webhook_id = CAST(?1 AS INTEGER)',
     )
@@ -72,7 +73,7 @@ describe('a change told to the endpoint stops or changes a pass already under wa
     const idOf = (action: string) => audit.find((row) => row.action === action)?.audit_id;
     expect(told).toEqual([
       [hook.id, { auditId: idOf('disable'), sending: true }],
-      [hook.id, { auditId: idOf('enable'), sending: false }],
+      [hook.id, { auditId: idOf('enable'), sending: true }],
     ]);
   });
 
@@ -163,6 +164,7 @@ describe('a change told to the endpoint stops or changes a pass already under wa
       sql.exec('DROP TABLE webhook_values');
       sql.exec('DROP TABLE value_counts');
       sql.exec('DROP TABLE dedupe');
+      sql.exec('DROP TABLE journeys');
       sql.exec('DELETE FROM schema_version');
       sql.exec('INSERT INTO schema_version (version) VALUES (1)');
       sql.exec(`INSERT INTO deliveries (delivery_id, webhook_id, created_at) VALUES

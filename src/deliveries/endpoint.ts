@@ -18,7 +18,7 @@ import { failedInArchive, historyDelivery, historyEvent, historyPage } from './h
 import { acceptWatcher, answerPings, tellWatchers, watcherClosed } from './live';
 import { sendPlatformDue } from './platform';
 import { WAIT_SECONDS } from './schedule';
-import { type Notices, type Ordering, type SendSettings, sendDue } from './send';
+import { type EndpointState, type HostTold, type Notices, type Ordering, type SendSettings, sendDue } from './send';
 import { lastDeliveryId } from './store/alerts';
 import { oldestArchived, restoreDeliveries } from './store/archive';
 import {
@@ -54,6 +54,10 @@ export class Endpoint extends DurableObject<CloudflareBindings> {
   private readonly notices: Notices = { changes: 0 };
   /** Whether the webhook was FIFO when a pass last read it (see webhookChanged). */
   private readonly ordering: Ordering = { fifo: false };
+  /** Whether its webhook is alone at its host, as its last handover said (see hostSlots). */
+  private readonly host: HostTold = { alone: false, changes: 0, schedule: newSchedule() };
+  /** What its passes keep between them: the webhook as one last read it (see knownWebhook). */
+  private readonly kept: EndpointState['kept'] = {};
   /** The sending passes, one after another: never two at once. */
   private sending: Promise<void> = Promise.resolve();
   /** A pass is under way: new work then only says so (`arrived`), and the pass comes back for it. */
@@ -92,9 +96,12 @@ export class Endpoint extends DurableObject<CloudflareBindings> {
 
   /**
    * New deliveries handed over by their application's object (a repeat changes nothing); sent at
-   * once. `retentionDays`: the application's retention, when the platform set one.
+   * once. `retentionDays`: the application's retention, when the platform set one. `alone`: the
+   * webhook is the only one of its application at its host, as the publish read it.
    */
-  async handOver(webhookId: string, deliveries: NewDelivery[], retentionDays?: number): Promise<void> {
+  async handOver(webhookId: string, deliveries: NewDelivery[], retentionDays?: number, alone = false): Promise<void> {
+    this.host.alone = alone;
+    this.host.changes = this.notices.changes;
     const added = this.ctx.storage.transactionSync(() => {
       rememberWebhook(this.ctx.storage.sql, webhookId);
       if (retentionDays !== undefined) keepRetention(this.ctx.storage, retentionDays);
@@ -160,6 +167,11 @@ export class Endpoint extends DurableObject<CloudflareBindings> {
     this.notices.changes++;
     // A FIFO endpoint waits for its head only: a pass now reads whether it still is one.
     if (this.ordering.fifo) await this.workArrived(Date.now());
+  }
+
+  /** Another webhook of the application now shares this one's host: its passes ask for the host's slots. */
+  async hostShared(): Promise<void> {
+    this.host.alone = false;
   }
 
   /** The application's retention changed: kept, and applied by the next alarm (at once). */
@@ -239,9 +251,9 @@ export class Endpoint extends DurableObject<CloudflareBindings> {
       return;
     }
     const { config } = settings;
-    const { schedule, notices, ordering } = this;
+    const { schedule, notices, ordering, host, kept } = this;
     const recorded = (ids: string[]) => tellWatchers(this.ctx, 'recorded', ids);
-    const endpoint = { webhookId, storage: this.ctx.storage, schedule, notices, ordering, recorded };
+    const endpoint = { webhookId, storage: this.ctx.storage, schedule, notices, ordering, recorded, host, kept };
     let next: number | null = null;
     this.passing = true;
     this.arrived = false;

@@ -5,7 +5,7 @@
 
 import type { DeliveryConfig } from '../core/delivery-settings';
 import { log } from '../core/log';
-import { admit, HOST_SLACK_MS, type SendSchedule } from '../core/send-rate';
+import { admit, HOST_SLACK_MS, type SendSchedule, takeSlots } from '../core/send-rate';
 import { retryD1 } from '../platform/d1';
 import type { SendingRow } from '../webhooks/store/reads';
 import { sendingRow } from '../webhooks/store/reads';
@@ -14,6 +14,18 @@ import type { DueDelivery } from './store/sending';
 /** Changes of the webhook its object was told of: a pass reads the webhook again when this moves. */
 export interface Notices {
   changes: number;
+}
+
+/**
+ * What the endpoint was told of its host (by its application's object, with its last handover):
+ * whether its webhook is the only one of its application there, as of its notices' `changes`
+ * then (a change since, such as a new URL, makes it ask again).
+ */
+export interface HostTold {
+  alone: boolean;
+  changes: number;
+  /** The host's starts while alone there: kept here as the application's object keeps a shared host's. */
+  schedule: SendSchedule;
 }
 
 /** Whether the webhook was FIFO as its last pass read it: when the object sends next depends on it. */
@@ -33,6 +45,39 @@ export interface EndpointState {
   ordering: Ordering;
   /** Told the deliveries whose attempts or new states a pass recorded (the object's watchers). */
   recorded?: (deliveryIds: string[]) => void;
+  /** What it was told of its host (absent: nothing, so it asks). */
+  host?: HostTold;
+  /** What passes keep between them (kept by the object): the webhook as one last read it (see knownWebhook). */
+  kept?: { webhook?: KnownWebhook };
+}
+
+/** The webhook as read from D1, when, and at which count of the changes the object was told of. */
+export interface KnownWebhook {
+  row: SendingRow | null;
+  changes: number;
+  at: number;
+}
+
+/**
+ * How long a pass trusts the webhook it read before, when its object was told of no change since:
+ * every operation that stops or changes sending tells it (see webhooks/notify.ts), so this only
+ * bounds what an untold change (a hand edit of D1) takes to apply.
+ */
+export const WEBHOOK_TRUSTED_MS = 60_000;
+
+/**
+ * The webhook as it stands, for a pass at `now`: what the last pass read, unless the object was
+ * told of a change since or it is older than WEBHOOK_TRUSTED_MS; then read from D1 (and kept).
+ */
+export async function knownWebhook(endpoint: EndpointState, env: CloudflareBindings, now: number) {
+  const { kept, notices } = endpoint;
+  const known = kept?.webhook;
+  if (known !== undefined && known.changes === notices.changes && now - known.at < WEBHOOK_TRUSTED_MS) return known.row;
+  // A change told while the read is under way leaves this count behind: the next pass reads again.
+  const changes = notices.changes;
+  const row = await retryD1(() => sendingRow(env.DB, endpoint.webhookId));
+  if (kept !== undefined) kept.webhook = { row, changes, at: now };
+  return row;
 }
 
 /** A host's start slots handed to a pass, and when the host has room again beyond them (ms). */
@@ -64,15 +109,21 @@ export const sendable = (webhook: SendingRow | null): webhook is SendingRow =>
   webhook !== null && webhook.is_enabled === 1;
 
 /**
- * The host's slots for a pass that wants `wanted` attempts: one call to the application's object,
- * which keeps every host's schedule for all its webhooks. Null when it cannot be asked now.
+ * The host's slots for a pass that wants `wanted` attempts. A webhook told it is the only one of
+ * its application at its host takes them itself, from a schedule of its own, as the application's
+ * object would (no other webhook of the application counts there). Otherwise one call to the application's object, which keeps
+ * every host's schedule for all its webhooks. Null when it cannot be asked now.
  */
 export async function hostSlots(
+  endpoint: EndpointState,
   env: CloudflareBindings,
   webhook: SendingRow,
   wanted: number,
   rate: number,
 ): Promise<HostSlots | null> {
+  const { host, notices } = endpoint;
+  if (host?.alone === true && host.changes === notices.changes)
+    return takeSlots(host.schedule, wanted, rate, Date.now());
   try {
     return await env.APPLICATIONS.getByName(webhook.app_id).hostSlots(hostOf(webhook.url), wanted, rate);
   } catch (err) {

@@ -11,10 +11,10 @@ import { log } from '../core/log';
 import { forgetStale } from '../core/send-rate';
 import { retryD1 } from '../platform/d1';
 import { healthStatements } from '../webhooks/store/health';
-import { type SendingRow, sendingRow } from '../webhooks/store/reads';
+import type { SendingRow } from '../webhooks/store/reads';
 import { type DisabledBy, tellAfterPass } from './alerts';
 import { dispatchAll, prepareSigning } from './dispatch';
-import { type EndpointState, hostSlots, openGate, sendable } from './gate';
+import { type EndpointState, hostSlots, knownWebhook, openGate, sendable } from './gate';
 import { type PassRecord, recordOf } from './record';
 import { cancelled, waiting } from './schedule';
 import {
@@ -27,7 +27,7 @@ import {
   recordDeliveries,
 } from './store/sending';
 
-export type { EndpointState, Notices, Ordering } from './gate';
+export type { EndpointState, HostTold, Notices, Ordering } from './gate';
 
 /** Due deliveries one pass looks at. */
 export const PASS_DELIVERIES = 50;
@@ -66,7 +66,7 @@ export async function sendDue(
   if (due.length === 0) return nextDue(storage.sql, ordering.fifo);
   let webhook: SendingRow | null;
   try {
-    webhook = await retryD1(() => sendingRow(env.DB, webhookId));
+    webhook = await knownWebhook(endpoint, env, now);
   } catch (err) {
     log('error', { msg: 'could not read the webhook; its deliveries wait', webhook_id: webhookId }, err);
     return now + STORAGE_WAIT_MS;
@@ -97,7 +97,7 @@ export async function sendDue(
   // starts, by the webhook as it stands and the endpoint's own rate (see gate.ts).
   // A pass asks for no more of the host than its own rate could start now.
   const rate = Math.min(config.endpointRate, webhook.rate_limit ?? config.endpointRate);
-  const host = await hostSlots(env, webhook, Math.min(due.length, rate), config.endpointRate);
+  const host = await hostSlots(endpoint, env, webhook, Math.min(due.length, rate), config.endpointRate);
   if (host === null) return now + HOST_WAIT_MS;
   forgetStale(endpoint.schedule, now);
   const gate = openGate(endpoint, env, config, webhook, host);
@@ -108,7 +108,10 @@ export async function sendDue(
   // Record: attempts and states here, the webhook's health in D1.
   const record = recordOf(dispatched, config, Date.now());
   recordAndTell(endpoint, record.attempts, record.changes);
+  const healthChanges = record.health.some((h) => h.ok === (webhook.failing_since !== null));
   const disabledBy = await recordHealth(env, webhookId, webhook.failing_since, record);
+  // Its health written to D1 (failing since, healthy again, disabled): the next pass reads it again.
+  if ((healthChanges || record.disable.length > 0) && endpoint.kept !== undefined) endpoint.kept.webhook = undefined;
   // The service disabled the webhook: the next pass reads it again (and cancels what is left).
   if (record.disable.length > 0) endpoint.notices.changes++;
   // Operational events: what this pass did to the endpoint, told in its application's stream.

@@ -15,7 +15,7 @@ import { lastStart, newSchedule, type SendSchedule, takeSlots } from '../core/se
 import { startWithSchema } from '../platform/object-schema';
 import { eraseStorage, keepRetention, retentionOf, retentionSet } from '../platform/object-settings';
 import type { WebhookChange } from '../webhooks/notify';
-import { subscribersNow } from './audience';
+import { type Audience, subscribersNow } from './audience';
 import { eraseEndpoints, type ObjectsErased } from './erasure';
 import { type Filters, filterTargets, matchesHere } from './filtering';
 import { emitOperational, type OperationalEvent } from './operational';
@@ -70,6 +70,11 @@ export class Application extends DurableObject<CloudflareBindings> {
   private alarmSet = false;
   /** Whether events stored by the releases before may remain (false once none does: none comes). */
   private legacyEvents = true;
+  /**
+   * The webhooks that share their host with another of the application's, as the latest
+   * subscribers read found them; undefined until a publish brings one (handovers then say nothing).
+   */
+  private shared: Set<string> | undefined;
 
   constructor(ctx: DurableObjectState, env: CloudflareBindings) {
     super(ctx, env);
@@ -93,20 +98,21 @@ export class Application extends DurableObject<CloudflareBindings> {
    * endpoints before answering. Returns each event's id (an earlier one's for an id or source key
    * published before) and the deliveries made now. `seen`: the application's newest webhook change
    * when the targets were read from D1 (see subscribersNow); none for test events and resends,
-   * whose targets are given.
+   * whose targets are given. `shared`: the application's webhooks that share their host with
+   * another, as that read found them (see tellHosts).
    */
   async publish(
     events: EventToStore[],
     targets: string[][],
     filters: Filters = {},
     seen?: number,
+    shared?: string[],
   ): Promise<StoredEvent[]> {
     if (this.erasing > 0) throw new Error('the application is being erased');
     this.changed ??= lastChange(this.ctx.storage.sql);
-    const now =
-      seen === undefined
-        ? { targets, filters }
-        : await subscribersNow(this.env, events, { targets, filters }, seen, this.changed);
+    const given: Audience = { targets, filters, shared };
+    const now = seen === undefined ? given : await subscribersNow(this.env, events, given, seen, this.changed);
+    if (now.shared !== undefined) await this.tellHosts(now.shared);
     // An erased application stores nothing until it has a webhook to deliver to again.
     if (this.ctx.storage.kv.get(ERASED_KEY) === true) {
       if (now.targets.every((t) => t.length === 0)) return events.map((e) => ({ eventId: e.eventId, deliveryIds: [] }));
@@ -138,6 +144,22 @@ export class Application extends DurableObject<CloudflareBindings> {
     // Its own events only: those of publishes under way are theirs to hand over.
     if (made.length > 0 && !(await this.handOver(made))) await this.retrySoon();
     return stored;
+  }
+
+  /**
+   * Which webhooks share their host with another of the application's, as the latest subscribers
+   * read found them: each handover tells its endpoint whether it is alone at its host (then it
+   * takes its host's slots itself, asking nothing here). A webhook that joins a shared host is
+   * told so before any delivery of this publish reaches an endpoint, in the order of its
+   * handovers (so no handover told before can undo it).
+   */
+  private async tellHosts(shared: string[]): Promise<void> {
+    const before = this.shared;
+    this.shared = new Set(shared);
+    const joined = shared.filter(
+      (id) => !before?.has(id) && (this.endpoints.has(id) || holdsDeliveries(this.ctx.storage.sql, id)),
+    );
+    await Promise.all(joined.map((id) => this.inTurn(id, () => this.env.ENDPOINTS.getByName(id).hostShared())));
   }
 
   /** The alarm rings within HANDOVER_RETRY_MS (to finish a handover). */
@@ -262,6 +284,7 @@ export class Application extends DurableObject<CloudflareBindings> {
       this.ctx.storage.kv.put(ERASED_KEY, true);
       this.endpoints.clear();
       this.hosts.clear();
+      this.shared = undefined;
       return erased;
     } finally {
       this.erasing--;
@@ -339,15 +362,24 @@ export class Application extends DurableObject<CloudflareBindings> {
    * handed deliveries in the order of their ids, also when publishes run at once.
    */
   private handTo(webhookId: string, deliveries: NewDelivery[]): Promise<void> {
-    const before = this.handing.get(webhookId) ?? Promise.resolve();
     // The application's retention travels with every handover: a new endpoint keeps it from the start.
     const days = retentionSet(this.ctx.storage);
-    const call = before.then(() => this.env.ENDPOINTS.getByName(webhookId).handOver(webhookId, deliveries, days));
-    const ended = call.catch(() => {});
+    // Alone at its host when the latest subscribers read said so; unknown (it asks) otherwise.
+    const alone = this.shared !== undefined && !this.shared.has(webhookId);
+    return this.inTurn(webhookId, () =>
+      this.env.ENDPOINTS.getByName(webhookId).handOver(webhookId, deliveries, days, alone),
+    );
+  }
+
+  /** Calls `webhookId`'s endpoint after the calls before it to that endpoint have ended. */
+  private inTurn(webhookId: string, call: () => Promise<void>): Promise<void> {
+    const before = this.handing.get(webhookId) ?? Promise.resolve();
+    const made = before.then(call);
+    const ended = made.catch(() => {});
     this.handing.set(webhookId, ended);
     void ended.then(() => {
       if (this.handing.get(webhookId) === ended) this.handing.delete(webhookId);
     });
-    return call;
+    return made;
   }
 }

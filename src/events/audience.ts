@@ -31,6 +31,31 @@ export function filtersOf(subscribers: Subscriber[]): Filters {
   return filters;
 }
 
+/**
+ * The subscribers that share their host with another of their application's (by scheme, host and
+ * port), by application: only these need the host's rate summed in the application's object; any
+ * other is alone at its host, and its own rate is the host's (see Application.publish).
+ */
+export function sharedOf(subscribers: Subscriber[]): Record<string, string[]> {
+  const count = new Map<string, number>();
+  const key = (s: Subscriber) => `${s.app_id} ${s.host}`;
+  for (const s of subscribers) count.set(key(s), (count.get(key(s)) ?? 0) + 1);
+  const shared: Record<string, string[]> = {};
+  for (const s of subscribers) {
+    shared[s.app_id] ??= [];
+    if ((count.get(key(s)) ?? 0) > 1) shared[s.app_id]?.push(s.webhook_id);
+  }
+  return shared;
+}
+
+/** Whom a publish delivers to: each event's targets, their filters, and which of them share a host (when read). */
+export interface Audience {
+  targets: string[][];
+  filters: Filters;
+  /** The application's enabled webhooks that share their host with another (see sharedOf); absent: not known. */
+  shared?: string[];
+}
+
 /** Reads of the subscribers one publish makes at most when changes keep arriving during them. */
 const REREADS = 3;
 
@@ -44,15 +69,19 @@ const REREADS = 3;
 export async function subscribersNow(
   env: CloudflareBindings,
   events: EventToStore[],
-  given: { targets: string[][]; filters: Filters },
+  given: Audience,
   seen: number,
   changed: number,
-): Promise<{ targets: string[][]; filters: Filters }> {
+): Promise<Audience> {
   let now = given;
   const appId = events[0]?.appId;
   for (let read = 0; appId !== undefined && seen < changed && read < REREADS; read++) {
     const fresh = await retryD1(() => readSubscribers(env.DB, [appId]));
-    now = { targets: targetsOf(events, fresh.subscribers), filters: filtersOf(fresh.subscribers) };
+    now = {
+      targets: targetsOf(events, fresh.subscribers),
+      filters: filtersOf(fresh.subscribers),
+      shared: sharedOf(fresh.subscribers)[appId] ?? [],
+    };
     seen = fresh.seen[appId] ?? 0;
     log('info', { msg: 'subscribers read again: a webhook changed after the publish read them', app_id: appId });
   }

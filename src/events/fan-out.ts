@@ -6,7 +6,7 @@
 import { groupBy } from '../core/batches';
 import { inObject } from '../platform/objects';
 import type { SubscribersRead } from '../webhooks/store/subscribers';
-import { filtersOf, targetsOf } from './audience';
+import { filtersOf, sharedOf, targetsOf } from './audience';
 import type { Filters } from './filtering';
 import type { EventToStore, StoredEvent } from './store/events';
 
@@ -19,12 +19,20 @@ export const publishersOf = (events: EventToStore[]) => [...new Set(events.map((
  * read is (`seen`): one told of a webhook change after it reads its subscribers again.
  */
 export const publishToSubscribers = (env: CloudflareBindings, events: EventToStore[], read: SubscribersRead) =>
-  publishAtApplications(env, events, targetsOf(events, read.subscribers), filtersOf(read.subscribers), read.seen);
+  publishAtApplications(
+    env,
+    events,
+    targetsOf(events, read.subscribers),
+    filtersOf(read.subscribers),
+    read.seen,
+    sharedOf(read.subscribers),
+  );
 
 /**
  * Publishes events at their applications' objects, `targets[i]` the webhooks of `events[i]`, each
  * kept only where its filter in `filters` matches (test events and resends give none: they ignore
- * filters); the results in the order of `events`. A failing object is a retryable StorageFailure
+ * filters); the results in the order of `events`. `shared`: each application's webhooks that share
+ * their host with another, when the subscribers were read (see sharedOf). A failing object is a retryable StorageFailure
  * (its application's events are not stored; other applications' may be: sending again is safe).
  */
 export async function publishAtApplications(
@@ -33,6 +41,7 @@ export async function publishAtApplications(
   targets: string[][],
   filters: Filters = {},
   seen?: Record<string, number>,
+  shared?: Record<string, string[]>,
 ): Promise<StoredEvent[]> {
   const results: StoredEvent[] = new Array(events.length);
   const byApp = groupBy(
@@ -51,6 +60,7 @@ export async function publishAtApplications(
           targetsHere,
           filtersHere,
           seen?.[appId],
+          shared === undefined ? undefined : (shared[appId] ?? []),
         ),
       );
       mine.forEach((at, k) => {

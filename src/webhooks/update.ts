@@ -40,7 +40,7 @@ export async function updateWebhook(c: Context<AppEnv>): Promise<Response> {
   // Enabled or disabled now: every event stored after this reply goes to it, or not. Disabled: a
   // pass under way starts no new attempt (enabling needs no word there: the next pass sends; a
   // webhook in that state already was told when it changed).
-  if (outcome === 'changed') await tellApplication(c, webhookId, { auditId, sending: isEnabled === false });
+  if (outcome === 'changed') await tellApplication(c, webhookId, { auditId, sending: true });
   // endpoint.disabled, made after the reply (its URL read there).
   if (isEnabled === false && outcome === 'changed')
     tellOperational(c, webhookId, 'endpoint.disabled', { url: null, reason: 'application' });

@@ -11,7 +11,15 @@ export interface Subscriber {
   event_types: string | null;
   /** JSON text of its content filter; null: none. */
   filter: string | null;
+  /** Its URL's scheme, host and port (the URL up to its path), which a host's rate counts by. */
+  host: string;
 }
+
+/**
+ * A webhook URL's origin in SQL: the URL up to the `/` that starts its path (stored URLs are
+ * normalised and always have one).
+ */
+const HOST = `substr(url, 1, instr(url, '://') + 1 + instr(substr(url, instr(url, '://') + 3), '/')) AS host`;
 
 /** The subscribers of some applications, and how recent the read is. */
 export interface SubscribersRead {
@@ -29,7 +37,7 @@ export async function readSubscribers(db: Db, appIds: string[]): Promise<Subscri
   const [webhooks, changes] = await db.batch<Record<string, unknown>>([
     db
       .prepare(
-        `SELECT CAST(webhook_id AS TEXT) AS webhook_id, app_id, event_types, filter FROM webhooks
+        `SELECT CAST(webhook_id AS TEXT) AS webhook_id, app_id, event_types, filter, ${HOST} FROM webhooks
          WHERE app_id IN (SELECT value FROM json_each(?1)) AND is_enabled = 1
          ORDER BY webhook_id`,
       )
@@ -60,7 +68,7 @@ export async function readSubscribersAbout(
 ): Promise<{ subscribers: Subscriber[]; url: string | null }> {
   const { results } = await db
     .prepare(
-      `SELECT CAST(webhook_id AS TEXT) AS webhook_id, app_id, event_types, filter, is_enabled, url FROM webhooks
+      `SELECT CAST(webhook_id AS TEXT) AS webhook_id, app_id, event_types, filter, ${HOST}, is_enabled, url FROM webhooks
        WHERE app_id = ?1 AND (is_enabled = 1 OR webhook_id = CAST(?2 AS INTEGER))
        ORDER BY webhook_id`,
     )
