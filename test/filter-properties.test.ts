@@ -1,11 +1,13 @@
 // Properties of the filter evaluator over generated filters and events: it agrees with a plain
 // reference evaluator written here from the rules in docs/filters.md (deliberately naive: it
-// reads the filter as sent, walks paths by hand and compares integers its own way), and the
-// parser refuses anything that is not a filter with an InvalidFilter, never another error.
+// reads the filter as sent, walks paths by hand and compares integers its own way), range values
+// compare as BigInt does, and the parser refuses anything that is not a filter with an
+// InvalidFilter, never another error.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { matches } from '../src/core/filter/match';
 import { InvalidFilter, parseFilter } from '../src/core/filter/parse';
+import { compareDigits, compareOrdered, rangeValue } from '../src/core/filter/values';
 
 type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 interface Event {
@@ -259,6 +261,48 @@ describe('matches (property)', () => {
         const inSet = (value: string) => values.includes(value);
         expect(matches(parseFilter({ $not: raw }), e, inSet)).toBe(!matches(parseFilter(raw), e, inSet));
       }),
+    );
+  });
+});
+
+describe('range values (property)', () => {
+  // Digit strings of any length, leading zeros included: up to 200 digits, often of one length.
+  const digitString = fc.oneof(
+    fc.string({ unit: fc.constantFrom(...'0123456789'), minLength: 1, maxLength: 200 }),
+    fc.tuple(fc.nat(3), fc.bigInt({ min: 0n, max: 10n ** 40n })).map(([zeros, n]) => '0'.repeat(zeros) + String(n)),
+    fc.string({ unit: fc.constantFrom('0', '9'), minLength: 1, maxLength: 20 }),
+  );
+  const sign = (n: number | bigint) => (n > 0 ? 1 : n < 0 ? -1 : 0);
+
+  it('digit strings compare by length after leading zeros, then as text: as BigInt compares them', () => {
+    fc.assert(
+      fc.property(digitString, digitString, (a, b) => {
+        const x = rangeValue(a);
+        const y = rangeValue(b);
+        if (x === null || y === null || x.digits === null || y.digits === null) throw new Error('not ordered');
+        expect(x.digits).toBe(BigInt(a).toString());
+        expect(sign(compareDigits(x.digits, y.digits))).toBe(sign(BigInt(a) - BigInt(b)));
+        expect(sign(compareOrdered(x, y))).toBe(sign(BigInt(a) - BigInt(b)));
+      }),
+      { numRuns: 5000 },
+    );
+  });
+
+  it('a number and a digit string compare by their exact values, as the reference order does', () => {
+    const number = fc.oneof(
+      fc.double({ noNaN: true, noDefaultInfinity: true }),
+      fc.integer({ min: -5, max: 5000 }),
+      fc.constantFrom(0, -0, 0.5, 2 ** 53, 2 ** 53 + 2, 2 ** 64, 1e21, 1.7976931348623157e308),
+    );
+    const either = fc.oneof(number, digitString) as fc.Arbitrary<Json>;
+    fc.assert(
+      fc.property(either, either, (a, b) => {
+        const x = rangeValue(a);
+        const y = rangeValue(b);
+        if (x === null || y === null) throw new Error('not ordered');
+        expect(sign(compareOrdered(x, y))).toBe((order(a, b) as number) + 0);
+      }),
+      { numRuns: 5000 },
     );
   });
 });

@@ -5,11 +5,20 @@ import { env, runInDurableObject } from 'cloudflare:test';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { appCounts } from './helpers/app-state';
 import { countingDb } from './helpers/database';
+import { hostileFilter } from './helpers/filters';
 import { applicationOf, applicationSql, deliverDue, deliveriesOfEvent, endpointSql } from './helpers/objects';
 import { consume, EVENTS_QUEUE } from './helpers/queues';
 import { receiver } from './helpers/receiver';
 import { expectValue } from './helpers/replies';
-import { eventRequest, fetchAndWait, ORIGIN, PATH, postJson, registerWebhook } from './helpers/requests';
+import {
+  eventRequest,
+  fetchAndWait,
+  ORIGIN,
+  PATH,
+  postJson,
+  registerWebhook,
+  stoppedAfterEachTest,
+} from './helpers/requests';
 import { bearer, freshApp, platformToken, tokenFor } from './helpers/tokens';
 
 afterEach(() => {
@@ -217,6 +226,29 @@ describe('publishing with filters', () => {
     const got = [];
     for (const id of eventIds) got.push((await receiversOf(id, [hook.id])).length);
     expect(got).toEqual([1, 1, 0, 0]);
+  });
+});
+
+describe('publishing with hostile filters', () => {
+  // Their endpoints' alarms stop after the test: nothing is sent once the receiver is gone.
+  const { register } = stoppedAfterEachTest();
+
+  it('ten hostile filters of 353 $lt tests each against a 65,000-digit value decide each event exactly', async () => {
+    const app = freshApp();
+    receiver(() => new Response('ok'));
+    // Webhook k's filter: 353 `$lt` tests of data.v, every bound "1" but the last, k.
+    const hooks: string[] = [];
+    for (let k = 0; k < 10; k++) {
+      const { filter } = hostileFilter(String(k));
+      hooks.push((await register(app, { url: `https://${app}.example.com/h${k}`, filter })).id);
+    }
+    const digits = 65_000;
+    const nines = await publish(app, 'NEW_NFT', { v: '9'.repeat(digits) });
+    const one = await publish(app, 'NEW_NFT', { v: `${'0'.repeat(digits - 1)}1` });
+    const zero = await publish(app, 'NEW_NFT', { v: '0'.repeat(digits) });
+    expect(await receiversOf(nines, hooks)).toEqual([]);
+    expect(await receiversOf(one, hooks)).toEqual(hooks.slice(2));
+    expect(await receiversOf(zero, hooks)).toEqual(hooks);
   });
 });
 

@@ -7,7 +7,7 @@
 import { DurableObject } from 'cloudflare:workers';
 import { groupBy } from '../core/batches';
 import { deliveryConfig } from '../core/delivery-settings';
-import type { FilterEvent } from '../core/filter/match';
+import { type FilterEvent, matches } from '../core/filter/match';
 import { parseFilter } from '../core/filter/parse';
 import { SET_MAX_VALUES } from '../core/filter/values';
 import { log } from '../core/log';
@@ -17,7 +17,7 @@ import { eraseStorage, keepRetention, retentionOf, retentionSet } from '../platf
 import type { WebhookChange } from '../webhooks/notify';
 import { subscribersNow } from './audience';
 import { eraseEndpoints, type ObjectsErased } from './erasure';
-import { type Filters, filterTargets, matchesHere } from './filtering';
+import { type Filters, filterTargets, valueSetOf } from './filtering';
 import { emitOperational, type OperationalEvent } from './operational';
 import { lastChange, noteChange } from './store/changes';
 import { forgetEvents, hasLegacyEvents, oldestKept } from './store/dedupe';
@@ -214,7 +214,7 @@ export class Application extends DurableObject<CloudflareBindings> {
 
   /** Whether the event matches the filter (JSON text, checked) with the webhook's value set. */
   tryFilter(webhookId: string, filter: string, event: FilterEvent): boolean {
-    return matchesHere(this.ctx.storage.sql, webhookId, parseFilter(JSON.parse(filter)), event);
+    return matches(parseFilter(JSON.parse(filter)), event, valueSetOf(this.ctx.storage.sql, webhookId));
   }
 
   /** The days the application's events and deliveries are kept: its retention, else DELIVERY_RETENTION_DAYS. */
