@@ -3,9 +3,10 @@
 // D1 with the subscribers, in the same round trip); the value sets their `$in_set` looks up are
 // this object's own, so matching adds no network hop, and it runs in the transaction that stores
 // the events: a set change that has answered applies to every event stored after it.
-import { EventValues, type FilterEvent, type InSet, matches } from '../core/filter/match';
+import { EventValues, type FilterEvent, type InSet, matches, type Why, whyNot } from '../core/filter/match';
 import { type Filter, parseFilter } from '../core/filter/parse';
 import { log } from '../core/log';
+import { parseJsonText } from '../http/body';
 import type { EventToStore } from './store/events';
 import { hasValue } from './store/values';
 
@@ -23,6 +24,17 @@ export const valueSetOf =
   (sql: SqlStorage, webhookId: string): InSet =>
   (value) =>
     hasValue(sql, webhookId, value);
+
+/**
+ * A filter (JSON text as stored: checked, numbers as sent) tried against an event (JSON text of
+ * `{"type", "data"}`, numbers as sent) with a value set, as at publish: null when it matches, else
+ * why it does not.
+ */
+export function tryEvent(filterText: string, eventText: string, inSet: InSet): Why | null {
+  const event = new EventValues(JSON.parse(eventText) as FilterEvent);
+  const filter = parseFilter(JSON.parse(filterText));
+  return whyNot(filter, parseJsonText(filterText, true), event, parseJsonText(eventText, true), inSet);
+}
 
 /** Filters compiled, by their JSON text: a compiled filter is immutable, so publishes share it. */
 const cache = new Map<string, Filter | null>();

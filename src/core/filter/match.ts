@@ -1,5 +1,6 @@
 // The filter evaluator: a pure function of a checked filter, an event object and the webhook's
-// value set (a lookup the caller provides). The rules are in docs/filters.md. What filters read of an event is worked out once per
+// value set (a lookup the caller provides), and the why of a mismatch, a second pass run only when
+// asked. The rules are in docs/filters.md. What filters read of an event is worked out once per
 // event and path (EventValues), however many tests of however many filters read it: an event's
 // filtering costs what its filters hold, not that times the size of the event's values.
 import type { Clause, Filter, PathClause, Test } from './parse';
@@ -153,4 +154,112 @@ function passes(test: Test, at: PathValue, inSet: InSet): boolean {
         inSet(normaliseSetValue(value))
       );
   }
+}
+
+/** Why an event does not match a filter: the first condition, in the filter's order, that does not hold. */
+export interface Why {
+  /** The condition's path as written (`data.items.0.id`); for `$not`, its filter's first path (null: it has none). */
+  readonly path: string | null;
+  /** The operator that does not hold (`$lt`): `$eq` for a bare scalar, `$not` for a `$not`. */
+  readonly operator: string;
+  /** The filter's operand, as JSON text (a `$not`'s: its filter). */
+  readonly expected: string;
+  /** The event's value at the path, as JSON text; absent when the path is missing. */
+  readonly found?: string;
+}
+
+/** What the why reads beside the compiled filter: the filter and the event as written (numbers as sent). */
+interface Written {
+  readonly values: EventValues;
+  readonly event: unknown;
+  readonly inSet: InSet;
+}
+
+/**
+ * Why `event` does not match `filter`, or null when it matches: the first key, in document order,
+ * that does not hold (inside `$and` the first of its filters that does not match, inside `$or` the
+ * why of its last filter), and in a path's condition its first operator that does not hold.
+ * `writtenFilter` and `writtenEvent` are the filter and the event parsed again with every number
+ * kept as its text (JSON.rawJSON), so operands and values are shown as they were sent; the
+ * matching itself reads `event`. A second pass: publishing never asks for it.
+ */
+export function whyNot(
+  filter: Filter,
+  writtenFilter: unknown,
+  event: EventValues,
+  writtenEvent: unknown,
+  inSet: InSet,
+): Why | null {
+  return whyOf(filter, writtenFilter as Record<string, unknown>, { values: event, event: writtenEvent, inSet });
+}
+
+function whyOf(filter: Filter, written: Record<string, unknown>, on: Written): Why | null {
+  // The clauses follow the written filter's keys, in order (parseFilter).
+  const keys = Object.keys(written);
+  for (const [i, clause] of filter.clauses.entries()) {
+    const why = whyClause(clause, written[keys[i] as string], on);
+    if (why !== null) return why;
+  }
+  return null;
+}
+
+function whyClause(clause: Clause, operand: unknown, on: Written): Why | null {
+  switch (clause.kind) {
+    case 'and': {
+      const items = operand as Record<string, unknown>[];
+      for (const [i, filter] of clause.filters.entries()) {
+        const why = whyOf(filter, items[i] as Record<string, unknown>, on);
+        if (why !== null) return why;
+      }
+      return null;
+    }
+    case 'or': {
+      if (holds(clause, on.values, on.inSet)) return null;
+      const last = clause.filters.length - 1;
+      return whyOf(
+        clause.filters[last] as Filter,
+        (operand as Record<string, unknown>[])[last] as Record<string, unknown>,
+        on,
+      );
+    }
+    case 'not': {
+      if (holds(clause, on.values, on.inSet)) return null;
+      const first = firstPath(clause.filter);
+      return {
+        path: first === null ? null : first.key,
+        operator: '$not',
+        expected: JSON.stringify(operand),
+        ...(first === null ? {} : found(first, on)),
+      };
+    }
+    case 'path': {
+      const at = on.values.at(clause);
+      const failed = clause.tests.find((test) => !passes(test, at, on.inSet));
+      if (failed === undefined) return null;
+      const operator = `$${failed.op}`;
+      // A bare scalar is its own operand (its one test is $eq); an object of operators has it at its key.
+      const bare = typeof operand !== 'object' || operand === null || !Object.hasOwn(operand, operator);
+      const expected = bare ? operand : (operand as Record<string, unknown>)[operator];
+      return { path: clause.key, operator, expected: JSON.stringify(expected), ...found(clause, on) };
+    }
+  }
+}
+
+/** The first path of a filter, depth first in document order; null when it names none (`{}`). */
+function firstPath(filter: Filter): PathClause | null {
+  for (const clause of filter.clauses) {
+    if (clause.kind === 'path') return clause;
+    const inner = clause.kind === 'not' ? [clause.filter] : clause.filters;
+    for (const f of inner) {
+      const first = firstPath(f);
+      if (first !== null) return first;
+    }
+  }
+  return null;
+}
+
+/** `found`: the written event's value at the clause's path, when the path is there. */
+function found(clause: PathClause, on: Written): { found?: string } {
+  if (on.values.at(clause).value === undefined) return {};
+  return { found: JSON.stringify(valueAt(on.event, clause.path)) };
 }
