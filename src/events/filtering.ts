@@ -19,11 +19,21 @@ export function eventObject(event: EventToStore): FilterEvent {
   return { type: event.type, data };
 }
 
-/** The webhook's value set as this object holds it. */
-export const valueSetOf =
-  (sql: SqlStorage, webhookId: string): InSet =>
-  (value) =>
-    hasValue(sql, webhookId, value);
+/**
+ * The webhook's value set as this object holds it, for one event: each value looked up once, however
+ * many `$in_set` tests of the webhook's filter ask about it.
+ */
+export function valueSetOf(sql: SqlStorage, webhookId: string): InSet {
+  const known = new Map<string, boolean>();
+  return (value) => {
+    let held = known.get(value);
+    if (held === undefined) {
+      held = hasValue(sql, webhookId, value);
+      known.set(value, held);
+    }
+    return held;
+  };
+}
 
 /**
  * A filter (JSON text as stored: checked, numbers as sent) tried against an event (JSON text of
