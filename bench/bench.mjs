@@ -4,14 +4,15 @@
 // delivery scenarios (throughput, fan-out, latency, isolation; bench/deliveries.mjs) against the
 // floor's Durable Objects (bench/floor-objects.ts); bytes per event in the objects and in D1
 // (bench/bytes.mjs, once); bytes per archived delivery in an endpoint's object and in R2
-// (bench/archive.mjs, once); the bundle size and the module start-up time. Exits non-zero when a
+// (bench/archive.mjs, once); a publish's time against hostile content filters
+// (bench/filter-hostile.mjs, once); the bundle size and the module start-up time. Exits non-zero when a
 // target is missed, listing them. --baseline <git-rev> also runs that revision's production
 // bundle (the release before) against the same data, for the scenarios it has, and reports
 // service/baseline.
 //   node bench/bench.mjs [--runs N] [--seconds N] [--connections N] [--only <text>[,<text>]] [--baseline <rev>]
 //     [--deliveries N] [--fanout-events N] [--latency-events N] [--latency-rate N] [--bytes-events N] [--throughput-batch N]
 //     [--rows-events N] [--rows-isolated N]
-//     [--archive-deliveries N]
+//     [--archive-deliveries N] [--filter-hostile-publishes N] [--filter-hostile-digits N]
 //     [--bare-floor] [--no-limiters]
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { gzipSync } from 'node:zlib';
@@ -32,6 +33,7 @@ import {
   THROUGHPUT,
   workerdProcesses,
 } from './deliveries.mjs';
+import { FILTER_HOSTILE, FILTER_HOSTILE_TARGET, runFilterHostile } from './filter-hostile.mjs';
 import {
   addDeliveryLog,
   addFilterApp,
@@ -128,7 +130,16 @@ const withBytes = selected(BYTES);
 const withRows = selected(ROWS);
 const withArchive = selected(ARCHIVE);
 const withHostile = selected(HOSTILE);
-if (scenarios.length === 0 && queueScenarios.length === 0 && !withBytes && !withRows && !withArchive && !withHostile)
+const withFilterHostile = selected(FILTER_HOSTILE);
+if (
+  scenarios.length === 0 &&
+  queueScenarios.length === 0 &&
+  !withBytes &&
+  !withRows &&
+  !withArchive &&
+  !withHostile &&
+  !withFilterHostile
+)
   throw new Error(`--only ${only}: no scenario's name has it`);
 
 // A scenario's `seconds` and `connections`, when it has them, take the place of the command
@@ -221,6 +232,13 @@ await receiver.close();
 // Hostile load: once, on a worker of its own (bench/hostile.mjs).
 const hostile = withHostile
   ? await runHostile({ bundleUrl, log: (line) => process.stdout.write(`${line}\n`) }).catch((err) => ({
+      error: err.message,
+    }))
+  : null;
+
+// Hostile content filters: once too, on a worker of its own (bench/filter-hostile.mjs).
+const filterHostile = withFilterHostile
+  ? await runFilterHostile({ bundleUrl, log: (line) => process.stdout.write(`${line}\n`) }).catch((err) => ({
       error: err.message,
     }))
   : null;
@@ -688,6 +706,15 @@ if (hostile !== null) {
     if (hostile.close_wait > HOSTILE_TARGET.closeWait)
       failures.push(`${HOSTILE}: ${hostile.close_wait} sockets in CLOSE-WAIT`);
   }
+}
+
+if (filterHostile !== null) {
+  report.filter_hostile = { ...filterHostile, target: { p50_ms: FILTER_HOSTILE_TARGET.p50Ms } };
+  if (filterHostile.error !== undefined) failures.push(`${FILTER_HOSTILE}: ${filterHostile.error}`);
+  else if (filterHostile.p50_ms >= FILTER_HOSTILE_TARGET.p50Ms)
+    failures.push(
+      `${FILTER_HOSTILE}: publish p50 ${filterHostile.p50_ms} ms, target < ${FILTER_HOSTILE_TARGET.p50Ms} ms`,
+    );
 }
 
 const gzip = gzipSync(bundle).length;

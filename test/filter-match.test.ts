@@ -1,8 +1,14 @@
-// The filter evaluator, operator by operator, then the NFT examples of docs/filters.md.
-import { describe, expect, it } from 'vitest';
-import { matches } from '../src/core/filter/match';
+// The filter evaluator, operator by operator, then the NFT examples of docs/filters.md, and what
+// it reads of an event (once per path, digit strings without BigInt, whatever their length).
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { EventValues, matches } from '../src/core/filter/match';
 import { parseFilter } from '../src/core/filter/parse';
 import { normaliseSetValue } from '../src/core/filter/values';
+import { hostileFilter } from './helpers/filters';
+
+afterEach(() => {
+  vi.restoreAllMocks();
+});
 
 const CONTRACT = '0x5a1f8e1b7c3d9a2e4f60718293a4b5c6d7e8f901';
 const CONTRACT_MIXED = '0x5A1f8E1b7C3d9A2e4F60718293A4b5C6d7E8f901';
@@ -300,5 +306,62 @@ describe('matches: NFT examples', () => {
     expect(check(filter, { merged_token_ids: ['1002', '1003'] }, 'MEMBER_NFT_MERGE_ADD')).toBe(true);
     expect(check(filter, { merged_token_ids: ['1003'] }, 'MEMBER_NFT_MERGE_ADD')).toBe(false);
     expect(check(filter, { merged_token_ids: [] }, 'MEMBER_NFT_MERGE_ADD')).toBe(false);
+  });
+});
+
+describe('matches: an event is read once, whatever its filters', () => {
+  const DIGITS = 65_000;
+  /** Ten webhooks' filters of 353 `$lt` tests each, the last of webhook k bounded by k. */
+  const filters = Array.from({ length: 10 }, (_, k) => parseFilter(hostileFilter(String(k)).filter));
+
+  it('the hostile filters decide by exact values against a 65,000-digit string', () => {
+    expect(hostileFilter('1').tests).toBe(353);
+    const results = (v: string) => {
+      const values = new EventValues({ type: 'NEW_NFT', data: { v } });
+      return filters.map((filter) => matches(filter, values, noSet));
+    };
+    // 65,000 nines: below no bound, every test runs and none holds.
+    expect(results('9'.repeat(DIGITS))).toEqual(Array(10).fill(false));
+    // 1 written with 64,999 leading zeros: below the last bound of webhooks 2 to 9 only.
+    expect(results(`${'0'.repeat(DIGITS - 1)}1`)).toEqual([
+      false,
+      false,
+      true,
+      true,
+      true,
+      true,
+      true,
+      true,
+      true,
+      true,
+    ]);
+    // 0 written with 65,000 digits: below every bound but webhook 0's last.
+    expect(results('0'.repeat(DIGITS))).toEqual(Array(10).fill(true));
+  });
+
+  it("a value at a path is read once per event, across every test of every webhook's filter", () => {
+    let reads = 0;
+    const data = new Proxy(
+      { v: '9'.repeat(DIGITS) },
+      {
+        get(target, key, receiver) {
+          if (key === 'v') reads++;
+          return Reflect.get(target, key, receiver);
+        },
+      },
+    );
+    const values = new EventValues({ type: 'NEW_NFT', data });
+    expect(filters.map((filter) => matches(filter, values, noSet))).toEqual(Array(10).fill(false));
+    expect(reads).toBe(1);
+  });
+
+  it('digit strings compare by their digits, never through BigInt', () => {
+    const bigInt = vi.spyOn(globalThis, 'BigInt');
+    expect(check({ 'data.v': { $gt: '18446744073709551616' } }, { v: '18446744073709551617' })).toBe(true);
+    expect(check({ 'data.v': { $lt: '000000000000000000002' } }, { v: '00000000000000000000000001' })).toBe(true);
+    expect(matches(filters[9] as (typeof filters)[number], { type: 'T', data: { v: '7'.repeat(DIGITS) } }, noSet)).toBe(
+      false,
+    );
+    expect(bigInt).not.toHaveBeenCalled();
   });
 });

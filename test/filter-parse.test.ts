@@ -80,19 +80,22 @@ describe('parseFilter: what it accepts', () => {
     );
   });
 
-  it('compiles what matching needs: strings that are addresses lower-cased, digit strings as integers', () => {
+  it('compiles what matching needs: strings that are addresses lower-cased, range bounds read once', () => {
     const filter = parseFilter({
       'data.contract': CONTRACT.toUpperCase().replace('0X', '0x'),
-      'data.price': { $gte: '18446744073709551617', $lt: '100' },
+      'data.price': { $gte: '0018446744073709551617', $lt: 100.5, $gt: -2 },
     });
     expect(filter.clauses).toEqual([
-      { kind: 'path', path: ['data', 'contract'], tests: [{ op: 'eq', value: CONTRACT }] },
+      { kind: 'path', key: 'data.contract', path: ['data', 'contract'], tests: [{ op: 'eq', value: CONTRACT }] },
       {
         kind: 'path',
+        key: 'data.price',
         path: ['data', 'price'],
         tests: [
-          { op: 'gte', bound: 18446744073709551617n },
-          { op: 'lt', bound: 100 },
+          // A digit string as its digits without leading zeros; a number as itself and its integer part.
+          { op: 'gte', bound: { number: null, digits: '18446744073709551617', fraction: false } },
+          { op: 'lt', bound: { number: 100.5, digits: '100', fraction: true } },
+          { op: 'gt', bound: { number: -2, digits: null, fraction: false } },
         ],
       },
     ]);

@@ -1,11 +1,14 @@
 // Properties of the filter evaluator over generated filters and events: it agrees with a plain
 // reference evaluator written here from the rules in docs/filters.md (deliberately naive: it
-// reads the filter as sent, walks paths by hand and compares integers its own way), and the
-// parser refuses anything that is not a filter with an InvalidFilter, never another error.
+// reads the filter as sent, walks paths by hand and compares integers its own way), its why of a
+// mismatch agrees with a reference why written from the same rules, range values compare as
+// BigInt does, and the parser refuses anything that is not a filter with an InvalidFilter, never
+// another error.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { matches } from '../src/core/filter/match';
+import { EventValues, matches, whyNot } from '../src/core/filter/match';
 import { InvalidFilter, parseFilter } from '../src/core/filter/parse';
+import { compareDigits, compareOrdered, rangeValue } from '../src/core/filter/values';
 
 type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 interface Event {
@@ -103,6 +106,66 @@ function refMatches(filter: Record<string, Json>, event: Event, set: string[]): 
     const { found, value } = lookup(event, key);
     return refCondition(found, value, condition, set);
   });
+}
+
+/** The reference why: the first key, in order, that does not hold (docs/filters.md, api.md). */
+interface RefWhy {
+  path: string | null;
+  operator: string;
+  expected: Json;
+  found?: Json;
+}
+
+/** The first path of a filter, depth first in the order of its keys. */
+function refFirstPath(filter: Record<string, Json>): string | null {
+  for (const [key, condition] of Object.entries(filter)) {
+    if (key === '$and' || key === '$or') {
+      for (const f of condition as Record<string, Json>[]) {
+        const first = refFirstPath(f);
+        if (first !== null) return first;
+      }
+    } else if (key === '$not') {
+      const first = refFirstPath(condition as Record<string, Json>);
+      if (first !== null) return first;
+    } else {
+      return key;
+    }
+  }
+  return null;
+}
+
+function refWhy(filter: Record<string, Json>, event: Event, set: string[]): RefWhy | null {
+  const at = (path: string) => {
+    const { found, value } = lookup(event, path);
+    return found ? { found: value } : {};
+  };
+  for (const [key, condition] of Object.entries(filter)) {
+    if (key === '$and') {
+      for (const f of condition as Record<string, Json>[]) {
+        const why = refWhy(f, event, set);
+        if (why !== null) return why;
+      }
+    } else if (key === '$or') {
+      const branches = condition as Record<string, Json>[];
+      if (!branches.some((f) => refMatches(f, event, set))) return refWhy(branches.at(-1) ?? {}, event, set);
+    } else if (key === '$not') {
+      if (refMatches(condition as Record<string, Json>, event, set)) {
+        const path = refFirstPath(condition as Record<string, Json>);
+        return { path, operator: '$not', expected: condition, ...(path === null ? {} : at(path)) };
+      }
+    } else {
+      const { found, value } = lookup(event, key);
+      const operators: [string, Json][] = isScalar(condition)
+        ? [['$eq', condition]]
+        : Object.entries(condition as Record<string, Json>);
+      for (const [op, operand] of operators) {
+        if (!refCondition(found, value, { [op]: operand }, set)) {
+          return { path: key, operator: op, expected: operand, ...at(key) };
+        }
+      }
+    }
+  }
+  return null;
 }
 
 // ---- Generators
@@ -259,6 +322,80 @@ describe('matches (property)', () => {
         const inSet = (value: string) => values.includes(value);
         expect(matches(parseFilter({ $not: raw }), e, inSet)).toBe(!matches(parseFilter(raw), e, inSet));
       }),
+    );
+  });
+});
+
+describe('whyNot (property)', () => {
+  it('is null exactly when the filter matches, and otherwise names what the reference why names', () => {
+    let explained = 0;
+    fc.assert(
+      fc.property(filter, fc.array(event, { minLength: 1, maxLength: 5 }), set, (raw, events, values) => {
+        const compiled = parseFilter(raw);
+        const inSet = (value: string) => values.includes(value);
+        for (const e of events) {
+          const view = new EventValues(e);
+          const why = whyNot(compiled, raw, view, e, inSet);
+          expect(why === null).toBe(matches(compiled, view, inSet));
+          const ref = refWhy(raw, e, values);
+          if (ref === null || why === null) {
+            expect(why).toBe(ref);
+            continue;
+          }
+          explained++;
+          // Compared as JSON text: how the reply shows them.
+          expect(why).toEqual({
+            path: ref.path,
+            operator: ref.operator,
+            expected: JSON.stringify(ref.expected),
+            ...(Object.hasOwn(ref, 'found') ? { found: JSON.stringify(ref.found) } : {}),
+          });
+        }
+      }),
+      { numRuns: 1000 },
+    );
+    expect(explained).toBeGreaterThan(300);
+  });
+});
+
+describe('range values (property)', () => {
+  // Digit strings of any length, leading zeros included: up to 200 digits, often of one length.
+  const digitString = fc.oneof(
+    fc.string({ unit: fc.constantFrom(...'0123456789'), minLength: 1, maxLength: 200 }),
+    fc.tuple(fc.nat(3), fc.bigInt({ min: 0n, max: 10n ** 40n })).map(([zeros, n]) => '0'.repeat(zeros) + String(n)),
+    fc.string({ unit: fc.constantFrom('0', '9'), minLength: 1, maxLength: 20 }),
+  );
+  const sign = (n: number | bigint) => (n > 0 ? 1 : n < 0 ? -1 : 0);
+
+  it('digit strings compare by length after leading zeros, then as text: as BigInt compares them', () => {
+    fc.assert(
+      fc.property(digitString, digitString, (a, b) => {
+        const x = rangeValue(a);
+        const y = rangeValue(b);
+        if (x === null || y === null || x.digits === null || y.digits === null) throw new Error('not ordered');
+        expect(x.digits).toBe(BigInt(a).toString());
+        expect(sign(compareDigits(x.digits, y.digits))).toBe(sign(BigInt(a) - BigInt(b)));
+        expect(sign(compareOrdered(x, y))).toBe(sign(BigInt(a) - BigInt(b)));
+      }),
+      { numRuns: 5000 },
+    );
+  });
+
+  it('a number and a digit string compare by their exact values, as the reference order does', () => {
+    const number = fc.oneof(
+      fc.double({ noNaN: true, noDefaultInfinity: true }),
+      fc.integer({ min: -5, max: 5000 }),
+      fc.constantFrom(0, -0, 0.5, 2 ** 53, 2 ** 53 + 2, 2 ** 64, 1e21, 1.7976931348623157e308),
+    );
+    const either = fc.oneof(number, digitString) as fc.Arbitrary<Json>;
+    fc.assert(
+      fc.property(either, either, (a, b) => {
+        const x = rangeValue(a);
+        const y = rangeValue(b);
+        if (x === null || y === null) throw new Error('not ordered');
+        expect(sign(compareOrdered(x, y))).toBe((order(a, b) as number) + 0);
+      }),
+      { numRuns: 5000 },
     );
   });
 });

@@ -3,13 +3,24 @@
 // operator is checked by what the endpoints store after a publish, not only in the matcher.
 import { env, runInDurableObject } from 'cloudflare:test';
 import { afterEach, describe, expect, it, vi } from 'vitest';
+import { filterTargets } from '../src/events/filtering';
+import type { EventToStore } from '../src/events/store/events';
 import { appCounts } from './helpers/app-state';
 import { countingDb } from './helpers/database';
+import { hostileFilter } from './helpers/filters';
 import { applicationOf, applicationSql, deliverDue, deliveriesOfEvent, endpointSql } from './helpers/objects';
 import { consume, EVENTS_QUEUE } from './helpers/queues';
 import { receiver } from './helpers/receiver';
 import { expectValue } from './helpers/replies';
-import { eventRequest, fetchAndWait, ORIGIN, PATH, postJson, registerWebhook } from './helpers/requests';
+import {
+  eventRequest,
+  fetchAndWait,
+  ORIGIN,
+  PATH,
+  postJson,
+  registerWebhook,
+  stoppedAfterEachTest,
+} from './helpers/requests';
 import { bearer, freshApp, platformToken, tokenFor } from './helpers/tokens';
 
 afterEach(() => {
@@ -217,6 +228,71 @@ describe('publishing with filters', () => {
     const got = [];
     for (const id of eventIds) got.push((await receiversOf(id, [hook.id])).length);
     expect(got).toEqual([1, 1, 0, 0]);
+  });
+});
+
+describe('publishing with hostile filters', () => {
+  // Their endpoints' alarms stop after the test: nothing is sent once the receiver is gone.
+  const { register } = stoppedAfterEachTest();
+
+  it('ten hostile filters of 353 $lt tests each against a 65,000-digit value decide each event exactly', async () => {
+    const app = freshApp();
+    receiver(() => new Response('ok'));
+    // Webhook k's filter: 353 `$lt` tests of data.v, every bound "1" but the last, k.
+    const hooks: string[] = [];
+    for (let k = 0; k < 10; k++) {
+      const { filter } = hostileFilter(String(k));
+      hooks.push((await register(app, { url: `https://${app}.example.com/h${k}`, filter })).id);
+    }
+    const digits = 65_000;
+    const nines = await publish(app, 'NEW_NFT', { v: '9'.repeat(digits) });
+    const one = await publish(app, 'NEW_NFT', { v: `${'0'.repeat(digits - 1)}1` });
+    const zero = await publish(app, 'NEW_NFT', { v: '0'.repeat(digits) });
+    expect(await receiversOf(nines, hooks)).toEqual([]);
+    expect(await receiversOf(one, hooks)).toEqual(hooks.slice(2));
+    expect(await receiversOf(zero, hooks)).toEqual(hooks);
+  });
+
+  it('a value set is asked about a value once per event and webhook, however many $in_set tests name it', async () => {
+    const app = freshApp();
+    // 64 branches, each asking the set about data.to, then failing on data.x.
+    const filter = JSON.stringify({
+      $or: Array.from({ length: 64 }, () => ({ 'data.to': { $in_set: true }, 'data.x': 1 })),
+    });
+    const event = (eventId: string, data: unknown): EventToStore => ({
+      eventId,
+      appId: app,
+      sourceKey: null,
+      type: 'NEW_NFT',
+      payload: JSON.stringify({ type: 'NEW_NFT', timestamp: '2026-11-25T00:00:00.000Z', data }),
+      createdAt: '2026-11-25T00:00:00.000Z',
+    });
+    await runInDurableObject(applicationOf(app), (_i, state) => {
+      state.storage.sql.exec("INSERT INTO webhook_values (webhook_id, value) VALUES ('7', 'held')");
+      let lookups = 0;
+      const sql = new Proxy(state.storage.sql, {
+        get(target, key) {
+          if (key !== 'exec') return Reflect.get(target, key);
+          return (query: string, ...bindings: SqlStorageValue[]) => {
+            if (query.includes('FROM webhook_values')) lookups++;
+            return target.exec(query, ...bindings);
+          };
+        },
+      });
+      const kept = filterTargets(
+        sql,
+        [event('e1', { to: 'held', x: 0 }), event('e2', { to: 'other', x: 1 }), event('e3', { to: 'held', x: 1 })],
+        [
+          ['7', '8'],
+          ['7', '8'],
+          ['7', '8'],
+        ],
+        { '7': filter, '8': filter },
+      );
+      expect(kept).toEqual([[], [], ['7']]);
+      // Each event, each webhook: one lookup (asked 64 times, but for e3 by webhook 7, whose first branch matches).
+      expect(lookups).toBe(6);
+    });
   });
 });
 

@@ -152,10 +152,16 @@ describe('POST /v1.0/app/nft/webhook/filter/test', () => {
     const yes = await tryFilter(app, { filter, event: event({ price: '1000000000000000000' }) });
     expect((await expectValue(yes, 200, { usedD1: false })).value).toEqual({ matches: true });
     const no = await tryFilter(app, { filter, event: event({ price: '999999999999999999' }) });
-    expect((await expectValue(no, 200, { usedD1: false })).value).toEqual({ matches: false });
+    expect((await expectValue(no, 200, { usedD1: false })).value).toEqual({
+      matches: false,
+      why: { path: 'data.price', operator: '$gte', expected: '1000000000000000000', found: '999999999999999999' },
+    });
     // Without a webhook there is no set: $in_set matches nothing.
     const set = await tryFilter(app, { filter: { 'data.a': { $in_set: true } }, event: event({ a: 'x' }) });
-    expect((await expectValue(set, 200, { usedD1: false })).value).toEqual({ matches: false });
+    expect((await expectValue(set, 200, { usedD1: false })).value).toEqual({
+      matches: false,
+      why: { path: 'data.a', operator: '$in_set', expected: true, found: 'x' },
+    });
   });
 
   it("uses the webhook's own filter and value set, or the given filter with its set; stores and sends nothing", async () => {
@@ -174,7 +180,10 @@ describe('POST /v1.0/app/nft/webhook/filter/test', () => {
     });
     expect((await expectValue(own)).value).toEqual({ matches: true });
     const other = await tryFilter(app, { webhook_id: id, event: event({ owner: '0xcd' }) });
-    expect((await expectValue(other)).value).toEqual({ matches: false });
+    expect((await expectValue(other)).value).toEqual({
+      matches: false,
+      why: { path: 'data.owner', operator: '$in_set', expected: true, found: '0xcd' },
+    });
     const given = await tryFilter(app, {
       webhook_id: Number(id),
       filter: { $not: { 'data.owner': { $in_set: true } } },
@@ -221,5 +230,169 @@ describe('POST /v1.0/app/nft/webhook/filter/test', () => {
     const wrongMethod = await SELF.fetch(FILTER_TEST, { headers: bearer(await tokenFor(app)) });
     expect(wrongMethod.headers.get('allow')).toBe('POST');
     await expectEnvelope(wrongMethod, 405, 405, 'method not allowed');
+  });
+});
+
+describe('POST .../filter/test: why a filter does not match', () => {
+  const DEAD = '0x000000000000000000000000000000000000dEaD';
+  /** The trial's value for `filter` against an event of `data` (no webhook: no D1). */
+  const trial = async (filter: unknown, data: unknown, type = 'NEW_NFT') => {
+    const res = await tryFilter(freshApp(), { filter, event: event(data, type) });
+    return (await expectValue<{ matches: boolean; why?: Record<string, unknown> }>(res, 200, { usedD1: false })).value;
+  };
+  const why = async (filter: unknown, data: unknown, type?: string) => {
+    const value = await trial(filter, data, type);
+    expect(value.matches).toBe(false);
+    expect(Object.keys(value).sort()).toEqual(['matches', 'why']);
+    return value.why;
+  };
+
+  it('a match has no why', async () => {
+    expect(await trial({ 'data.a': 1 }, { a: 1 })).toEqual({ matches: true });
+  });
+
+  it('a bare scalar is $eq, its operand as written (an address in its own case)', async () => {
+    expect(await why({ 'data.contract': DEAD }, { contract: '0xab' })).toEqual({
+      path: 'data.contract',
+      operator: '$eq',
+      expected: DEAD,
+      found: '0xab',
+    });
+    expect(await why({ type: 'MOD_NFT' }, {})).toEqual({
+      path: 'type',
+      operator: '$eq',
+      expected: 'MOD_NFT',
+      found: 'NEW_NFT',
+    });
+  });
+
+  it.each([
+    [{ $eq: 42 }, '42', 42],
+    [{ $ne: null }, null, null],
+    [{ $in: ['mint', 'sale'] }, 'burn', ['mint', 'sale']],
+    [{ $nin: ['burn'] }, 'burn', ['burn']],
+    [{ $gt: '1000' }, '1000', '1000'],
+    [{ $gte: 10 }, 9.5, 10],
+    [{ $lt: '1003' }, '1003', '1003'],
+    [{ $lte: 20 }, '21', 20],
+    [{ $exists: false }, 0, false],
+    [{ $prefix: 'Dragon' }, 'dragon #7', 'Dragon'],
+    [{ $in_set: true }, 'mbr_1', true],
+    [{ $gt: 5 }, { n: 6 }, 5],
+  ])('%j against %j: its operator, its operand and the value found', async (condition, v, expected) => {
+    const [operator] = Object.keys(condition);
+    expect(await why({ 'data.v': condition }, { v })).toEqual({ path: 'data.v', operator, expected, found: v });
+  });
+
+  it('a missing path has no found', async () => {
+    const missing = await why({ 'data.owner': { $exists: true } }, { other: 1 });
+    expect(missing).toEqual({ path: 'data.owner', operator: '$exists', expected: true });
+    expect(Object.hasOwn(missing ?? {}, 'found')).toBe(false);
+    expect(await why({ 'data.price': { $gte: '1' } }, {})).toEqual({
+      path: 'data.price',
+      operator: '$gte',
+      expected: '1',
+    });
+  });
+
+  it('the first condition in document order: keys in order, then the operators of a condition in order', async () => {
+    const filter = { type: 'NEW_NFT', 'data.a': 1, 'data.b': 2 };
+    expect(await why(filter, { a: 0, b: 0 })).toEqual({ path: 'data.a', operator: '$eq', expected: 1, found: 0 });
+    expect(await why(filter, { a: 1, b: 0 })).toEqual({ path: 'data.b', operator: '$eq', expected: 2, found: 0 });
+    const range = { 'data.n': { $gte: 1, $lt: 5 } };
+    expect(await why(range, { n: 0 })).toEqual({ path: 'data.n', operator: '$gte', expected: 1, found: 0 });
+    expect(await why(range, { n: 7 })).toEqual({ path: 'data.n', operator: '$lt', expected: 5, found: 7 });
+  });
+
+  it('$and: the first of its filters that does not match', async () => {
+    const filter = { $and: [{ 'data.a': 1 }, { 'data.b': { $in: [2, 3] } }, { 'data.c': 4 }] };
+    expect(await why(filter, { a: 1, b: 5, c: 0 })).toEqual({
+      path: 'data.b',
+      operator: '$in',
+      expected: [2, 3],
+      found: 5,
+    });
+  });
+
+  it('$or: the why of its last filter', async () => {
+    const filter = { $or: [{ 'data.a': 1 }, { 'data.b': { $gt: 2 }, 'data.c': 'x' }] };
+    expect(await why(filter, { a: 0, b: 1 })).toEqual({ path: 'data.b', operator: '$gt', expected: 2, found: 1 });
+    expect(await why(filter, { a: 0, b: 3 })).toEqual({ path: 'data.c', operator: '$eq', expected: 'x' });
+  });
+
+  it('$not: the operator $not, the path of its first key, its filter as the operand', async () => {
+    const inner = { 'data.to': DEAD, 'data.x': 1 };
+    expect(await why({ $not: inner }, { to: DEAD.toLowerCase(), x: 1 })).toEqual({
+      path: 'data.to',
+      operator: '$not',
+      expected: inner,
+      found: DEAD.toLowerCase(),
+    });
+    // Its first key a combination: the first path inside it.
+    const nested = { $or: [{ 'data.kind': 'burn' }, { 'data.to': DEAD }] };
+    expect(await why({ $not: nested }, { kind: 'burn' })).toEqual({
+      path: 'data.kind',
+      operator: '$not',
+      expected: nested,
+      found: 'burn',
+    });
+    // A missing path: no found; a filter without a path: path null.
+    expect(await why({ $not: { 'data.memo': { $exists: false } } }, {})).toEqual({
+      path: 'data.memo',
+      operator: '$not',
+      expected: { 'data.memo': { $exists: false } },
+    });
+    expect(await why({ $not: {} }, {})).toEqual({ path: null, operator: '$not', expected: {} });
+  });
+
+  it('a nested path is named as written, and the value found there is shown whatever it is', async () => {
+    const data = { items: [{ id: 'a' }, { id: 'c', meta: { tags: ['x', 1] } }] };
+    expect(await why({ 'data.items.1.id': 'b' }, data)).toEqual({
+      path: 'data.items.1.id',
+      operator: '$eq',
+      expected: 'b',
+      found: 'c',
+    });
+    expect(await why({ 'data.items.1.meta': { $exists: false } }, data)).toEqual({
+      path: 'data.items.1.meta',
+      operator: '$exists',
+      expected: false,
+      found: { tags: ['x', 1] },
+    });
+    expect(await why({ 'data.items.2.id': 'b' }, data)).toEqual({
+      path: 'data.items.2.id',
+      operator: '$eq',
+      expected: 'b',
+    });
+  });
+
+  it('$in_set with a webhook reads its value set; the why names the value it did not hold', async () => {
+    const app = freshApp();
+    const { id } = await registerWebhook(app, { filter: { type: 'MEMBER_NFT_ADD', 'data.to': { $in_set: true } } });
+    const token = bearer(await tokenFor(app));
+    await expectValue(
+      (await postJson('values', { webhook_id: id, add: ['0xAB00000000000000000000000000000000000000'] }, token)).res,
+    );
+    const res = await tryFilter(app, { webhook_id: id, event: event({ to: '0xcd' }, 'MEMBER_NFT_ADD') });
+    expect((await expectValue(res)).value).toEqual({
+      matches: false,
+      why: { path: 'data.to', operator: '$in_set', expected: true, found: '0xcd' },
+    });
+    const held = await tryFilter(app, {
+      webhook_id: id,
+      event: event({ to: '0xab00000000000000000000000000000000000000' }, 'MEMBER_NFT_ADD'),
+    });
+    expect((await expectValue(held)).value).toEqual({ matches: true });
+  });
+
+  it('operands and values keep the digits they were sent with', async () => {
+    const res = await tryFilter(
+      freshApp(),
+      '{"filter":{"data.wei":{"$gte":100000000000000000000001}},"event":{"type":"NEW_NFT","data":{"wei":1.50}}}',
+    );
+    const { text } = await expectValue(res, 200, { usedD1: false });
+    expect(text).toContain(
+      '"value":{"matches":false,"why":{"path":"data.wei","operator":"$gte","expected":100000000000000000000001,"found":1.50}}',
+    );
   });
 });

@@ -5,12 +5,15 @@ import { FILTER_TEST_PATH, VALUES_PATH } from '../src/filters/routes';
 import { applicationSql } from './helpers/objects';
 import {
   broken,
+  doc,
   expectDocumented,
   expectSchemaAgrees,
   limited,
   type Method,
   overloaded,
   paths,
+  resolve,
+  validate,
 } from './helpers/openapi';
 import { fetchAndWait, fetchWith, ORIGIN, PATH, registerWebhook } from './helpers/requests';
 import { bearer, tokenFor } from './helpers/tokens';
@@ -132,7 +135,10 @@ describe('docs/openapi.json: the filter operations', () => {
       json('POST', FILTER_TEST_PATH, headers, body, type);
     await expectEach('post', FILTER_TEST_PATH, [
       ['200', () => fetchWith({}, post(token, { filter: { 'data.a': 'x' }, event }))],
+      // Not matching: why, with the value found, and without one (a missing path).
       ['200 webhook', () => fetchWith({}, post(token, { webhook_id: id, event }))],
+      ['200 missing', () => fetchWith({}, post(token, { filter: { $or: [{ 'data.b': { $gt: '1' } }] }, event }))],
+      ['200 $not', () => fetchWith({}, post(token, { filter: { $not: {} }, event }))],
       ['400', () => fetchWith({}, post(token, { filter: { 'data.a': { $gt: 'x' } }, event }))],
       ['401', () => fetchWith({}, post({}, {}))],
       ['404', () => fetchWith({}, post(token, { webhook_id: '66666666', event }))],
@@ -143,6 +149,14 @@ describe('docs/openapi.json: the filter operations', () => {
       ['503', () => fetchWith({ DB: overloaded() }, post(token, { webhook_id: id, event }))],
       ['503 object', () => fetchWith(objectDown, post(token, { webhook_id: id, event }))],
     ]);
+    // The schema holds the rule: a why exactly when the event does not match.
+    const match = resolve(doc.components.schemas.FilterMatch);
+    const why = { path: 'data.a', operator: '$eq', expected: 'y', found: 'x' };
+    expect(validate(match, { matches: false, why }).valid).toBe(true);
+    expect(validate(match, { matches: false, why: { ...why, path: null } }).valid).toBe(true);
+    expect(validate(match, { matches: false }).valid).toBe(false);
+    expect(validate(match, { matches: true, why }).valid).toBe(false);
+    expect(validate(match, { matches: false, why: { ...why, operator: '$regex' } }).valid).toBe(false);
     await expectSchemaAgrees('POST', FILTER_TEST_PATH, await tokenFor(app), [
       JSON.stringify({ filter: { 'data.a': 1 }, event }),
       JSON.stringify({ filter: null, event }),

@@ -7,8 +7,7 @@
 import { DurableObject } from 'cloudflare:workers';
 import { groupBy } from '../core/batches';
 import { deliveryConfig } from '../core/delivery-settings';
-import type { FilterEvent } from '../core/filter/match';
-import { parseFilter } from '../core/filter/parse';
+import type { Why } from '../core/filter/match';
 import { SET_MAX_VALUES } from '../core/filter/values';
 import { log } from '../core/log';
 import { lastStart, newSchedule, type SendSchedule, takeSlots } from '../core/send-rate';
@@ -17,7 +16,7 @@ import { eraseStorage, keepRetention, retentionOf, retentionSet } from '../platf
 import type { WebhookChange } from '../webhooks/notify';
 import { type Audience, subscribersNow } from './audience';
 import { eraseEndpoints, type ObjectsErased } from './erasure';
-import { type Filters, filterTargets, matchesHere } from './filtering';
+import { type Filters, filterTargets, tryEvent, valueSetOf } from './filtering';
 import { emitOperational, type OperationalEvent } from './operational';
 import { lastChange, noteChange } from './store/changes';
 import { forgetEvents, hasLegacyEvents, oldestKept } from './store/dedupe';
@@ -240,9 +239,9 @@ export class Application extends DurableObject<CloudflareBindings> {
     return { values: pageValues(sql, webhookId, after, limit), count: countValues(sql, webhookId) };
   }
 
-  /** Whether the event matches the filter (JSON text, checked) with the webhook's value set. */
-  tryFilter(webhookId: string, filter: string, event: FilterEvent): boolean {
-    return matchesHere(this.ctx.storage.sql, webhookId, parseFilter(JSON.parse(filter)), event);
+  /** The filter (JSON text, checked) tried against the event (JSON text) with the webhook's value set: null when it matches, else why not. */
+  tryFilter(webhookId: string, filter: string, event: string): Why | null {
+    return tryEvent(filter, event, valueSetOf(this.ctx.storage.sql, webhookId));
   }
 
   /** The days the application's events and deliveries are kept: its retention, else DELIVERY_RETENTION_DAYS. */

@@ -1,4 +1,5 @@
 // The one place value sets and filter trials become JSON.
+import type { Why } from '../core/filter/match';
 import { encodeValueCursor, VALUE_CURSOR } from '../core/pages';
 
 /** A value set's change: its webhook (an exact integer) and its size after. */
@@ -15,5 +16,13 @@ export function valuesPageJson(webhookId: string, values: string[], count: numbe
   return `{"webhook_id":${webhookId},"values":${JSON.stringify(shown)},"count":${count},"next_cursor":${next}}`;
 }
 
-/** A filter trial's answer. */
-export const matchJson = (matches: boolean) => `{"matches":${matches}}`;
+/**
+ * A filter trial's answer from its why (null: it matches): `{"matches":true}`, or
+ * `{"matches":false,"why":{"path", "operator", "expected", "found"?}}` with the operand and the
+ * value as the JSON text they were sent as.
+ */
+export function trialJson(why: Why | null): string {
+  if (why === null) return '{"matches":true}';
+  const found = why.found === undefined ? '' : `,"found":${why.found}`;
+  return `{"matches":false,"why":{"path":${JSON.stringify(why.path)},"operator":${JSON.stringify(why.operator)},"expected":${why.expected}${found}}}`;
+}

@@ -2,7 +2,7 @@
 // the form `matches` evaluates. The grammar, its limits and every choice made here are in
 // docs/filters.md; the text a refusal carries names the key it is about, by its path in the filter.
 import { InvalidInput } from '../errors';
-import { isDigitString, isScalar, normaliseScalar, rangeValue, type Scalar, scalarKey } from './values';
+import { isScalar, normaliseScalar, type Ordered, rangeValue, type Scalar, scalarKey } from './values';
 
 /** The most bytes a filter's JSON (UTF-8) may take. */
 export const FILTER_MAX_BYTES = 8192;
@@ -19,18 +19,30 @@ export const PATH_MAX_SEGMENTS = 16;
 export type Test =
   | { readonly op: 'eq' | 'ne'; readonly value: Scalar }
   | { readonly op: 'in' | 'nin'; readonly keys: ReadonlySet<string> }
-  | { readonly op: 'gt' | 'gte' | 'lt' | 'lte'; readonly bound: number | bigint }
+  | { readonly op: 'gt' | 'gte' | 'lt' | 'lte'; readonly bound: Ordered }
   | { readonly op: 'exists'; readonly present: boolean }
   | { readonly op: 'prefix'; readonly prefix: string; readonly lowerPrefix: string }
   | { readonly op: 'in_set' };
+
+/** A path's clause: its key as written (`data.price`), its segments, its tests. */
+export interface PathClause {
+  readonly kind: 'path';
+  readonly key: string;
+  readonly path: readonly string[];
+  readonly tests: readonly Test[];
+}
 
 /** One key of a filter object. */
 export type Clause =
   | { readonly kind: 'and' | 'or'; readonly filters: readonly Filter[] }
   | { readonly kind: 'not'; readonly filter: Filter }
-  | { readonly kind: 'path'; readonly path: readonly string[]; readonly tests: readonly Test[] };
+  | PathClause;
 
-/** A checked filter: it matches an event when every one of its clauses holds. */
+/**
+ * A checked filter: it matches an event when every one of its clauses holds. Its clauses follow
+ * the keys of the filter object as sent, in order, and a path's tests the keys of its condition
+ * (one test for a bare scalar): what a mismatch's why reads its operands from.
+ */
 export interface Filter {
   readonly clauses: readonly Clause[];
 }
@@ -106,7 +118,7 @@ function clauseAt(key: string, value: unknown, at: string, depth: number): Claus
   }
   if (key === '$not') return { kind: 'not', filter: filterAt(value, at, depth + 1) };
   if (key.startsWith('$')) throw new InvalidFilter(at, 'is not $and, $or, $not or a dotted path');
-  return { kind: 'path', path: pathOf(key, at), tests: conditionAt(value, at) };
+  return { kind: 'path', key, path: pathOf(key, at), tests: conditionAt(value, at) };
 }
 
 /** A key's path: `type`, or `data` and up to 15 more segments of letters, digits, _ and -. */
@@ -149,8 +161,7 @@ function testOf(op: string, value: unknown, at: string): Test {
     case '$gte':
     case '$lt':
     case '$lte': {
-      const bound =
-        typeof value === 'number' || (typeof value === 'string' && isDigitString(value)) ? rangeValue(value) : null;
+      const bound = rangeValue(value);
       if (bound === null) throw new InvalidFilter(at, 'must be a number or a string of decimal digits');
       return { op: RANGE_OPS[op], bound };
     }

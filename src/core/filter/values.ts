@@ -30,21 +30,62 @@ export const normaliseSetValue = (value: string): string => (isAddress(value) ? 
 export const normaliseScalar = (value: Scalar): Scalar =>
   typeof value === 'string' ? normaliseSetValue(value) : value;
 
+/**
+ * A value as the range operators order it, worked out once (per bound when a filter is compiled,
+ * per path and event when one is matched), so that a test compares without parsing: a JSON number
+ * keeps `number` (numbers compare with numbers as doubles); every value at or above zero has
+ * `digits`, its integer part's decimal digits without leading zeros (`"0"` for zero), and
+ * `fraction` when a number has a fractional part above them. A string of decimal digits is the
+ * integer it writes, of any length (token ids and amounts in wei). Only a number is below zero,
+ * and it has no `digits`.
+ */
+export interface Ordered {
+  readonly number: number | null;
+  readonly digits: string | null;
+  readonly fraction: boolean;
+}
+
 /** Whether `text` is a non-empty string of ASCII decimal digits (an integer of any size). */
 export const isDigitString = (text: string) => text.length > 0 && digitsOnly(text);
 
+/** Below 2^53 a double's integer part prints exactly as itself; above it every double is an integer. */
+const integerDigits = (n: number) => (n < 2 ** 53 ? String(Math.floor(n)) : BigInt(n).toString());
+
 /**
- * A value as the range operators read it: a JSON number as itself, a string of decimal digits as
- * the integer it writes (a BigInt: token ids and amounts in wei), anything else `null` (no order).
- * Numbers and BigInts compare by their exact values (`1.5 < 2n`), so mixed pairs need no rule.
+ * A value as the range operators read it: a JSON number, or a string of decimal digits; anything
+ * else `null` (no order). Linear in the value's length, once: what a test then does is not.
  */
-export function rangeValue(value: unknown): number | bigint | null {
-  if (typeof value === 'number') return Number.isFinite(value) ? value : null;
+export function rangeValue(value: unknown): Ordered | null {
+  if (typeof value === 'number') {
+    if (!Number.isFinite(value)) return null;
+    if (value < 0) return { number: value, digits: null, fraction: false };
+    return { number: value, digits: integerDigits(value), fraction: !Number.isInteger(value) };
+  }
   if (typeof value === 'string' && isDigitString(value)) {
-    // Below 2^53 a double holds the integer exactly and is cheaper than a BigInt.
-    return value.length <= 15 ? Number(value) : BigInt(value);
+    let start = 0;
+    while (start < value.length - 1 && value.charCodeAt(start) === 48) start++;
+    return { number: null, digits: start === 0 ? value : value.slice(start), fraction: false };
   }
   return null;
+}
+
+/**
+ * Two integers' digits (without leading zeros) compared: the longer is the larger, and digits of
+ * one length compare as text. Negative, zero or positive as `a` is below, at or above `b`.
+ */
+export const compareDigits = (a: string, b: string): number =>
+  a.length !== b.length ? a.length - b.length : a < b ? -1 : a > b ? 1 : 0;
+
+/**
+ * Two ordered values compared by their exact values: negative, zero or positive as `a` is below,
+ * at or above `b`. Two numbers compare as doubles; a number below zero is below every digit string;
+ * otherwise the integer parts decide, then a fraction is above the integer it follows.
+ */
+export function compareOrdered(a: Ordered, b: Ordered): number {
+  if (a.number !== null && b.number !== null) return a.number < b.number ? -1 : a.number > b.number ? 1 : 0;
+  if (a.digits === null) return -1;
+  if (b.digits === null) return 1;
+  return compareDigits(a.digits, b.digits) || Number(a.fraction) - Number(b.fraction);
 }
 
 /**
