@@ -249,6 +249,7 @@ describe('an Application object from before value sets', () => {
       sql.exec('DROP TABLE value_counts');
       // And without what later steps made.
       sql.exec('DROP TABLE dedupe');
+      sql.exec('DROP TABLE journeys');
       sql.exec('DROP TABLE endpoints');
       sql.exec('CREATE TABLE endpoints (webhook_id TEXT PRIMARY KEY) WITHOUT ROWID');
       sql.exec('DELETE FROM schema_version');
