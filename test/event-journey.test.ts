@@ -1,9 +1,9 @@
 // GET /v1.0/app/nft/event?event_id=…: an event and its delivery to each endpoint it went to, for
 // as long as those deliveries are kept (hot or archived); another application's event, one no
 // longer kept and one never published are the same 404.
-import { env, runInDurableObject } from 'cloudflare:test';
+import { runInDurableObject } from 'cloudflare:test';
 import { describe, expect, it } from 'vitest';
-import { applicationOf, applicationSql, endpointOf, endpointSql, makeDue } from './helpers/objects';
+import { alarmWith, applicationOf, applicationSql, endpointOf, endpointSql, makeDue } from './helpers/objects';
 import { receiver } from './helpers/receiver';
 import { expectEnvelope, expectQueryFail } from './helpers/replies';
 import { fetchAndWait, ORIGIN, postJson, publishEvent, readLog, stoppedAfterEachTest } from './helpers/requests';
@@ -37,21 +37,6 @@ async function journeyOf(res: Response): Promise<{ value: Journey; text: string 
   const body = JSON.parse(text) as { return: number; message: string; value: Journey };
   expect(body).toMatchObject({ return: 0, message: 'success' });
   return { value: body.value, text };
-}
-
-/** Rings the endpoint's alarm with these settings (the test env's, changed), as its object's own. */
-async function alarmWith(webhookId: string, settings: Record<string, unknown>): Promise<void> {
-  await runInDurableObject(endpointOf(webhookId), async (instance) => {
-    const object = instance as unknown as { env: object; archiveAt: number; alarm(): Promise<void> };
-    const own = object.env;
-    object.archiveAt = 0;
-    Object.defineProperty(object, 'env', { value: { ...env, ...settings }, configurable: true, writable: true });
-    try {
-      await object.alarm();
-    } finally {
-      Object.defineProperty(object, 'env', { value: own, configurable: true, writable: true });
-    }
-  });
 }
 
 describe('GET /v1.0/app/nft/event', () => {

@@ -8,7 +8,7 @@ import { Webhook as StandardWebhook } from 'standardwebhooks';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { ARCHIVE_BATCH, purgeArchive } from '../src/deliveries/archive';
 import { ENDPOINT_SCHEMA } from '../src/deliveries/store/schema';
-import { deliverDue, endpointOf, endpointSql, makeDue } from './helpers/objects';
+import { alarmWith, deliverDue, endpointOf, endpointSql, makeDue } from './helpers/objects';
 import { receiver } from './helpers/receiver';
 import { expectValue } from './helpers/replies';
 import { fetchAndWait, ORIGIN, postJson, publishEvent, readLog, registerWebhook } from './helpers/requests';
@@ -22,22 +22,6 @@ const HOT = { HISTORY_HOT_SECONDS: '1' };
 /** The delivery ids of a reply, with their exact digits. */
 const idsIn = (text: string) => [...text.matchAll(/"delivery_id":(\d+)/g)].map((m) => m[1] as string);
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-/** Rings the endpoint's alarm with these settings (the test env's, changed), as its object's own. */
-async function alarmWith(webhookId: string, settings: Record<string, unknown>): Promise<void> {
-  await runInDurableObject(endpointOf(webhookId), async (instance) => {
-    const object = instance as unknown as { env: object; archiveAt: number; alarm(): Promise<void> };
-    const own = object.env;
-    // An alarm under the test's own settings already said when archiving has work next (by them).
-    object.archiveAt = 0;
-    Object.defineProperty(object, 'env', { value: { ...env, ...settings }, configurable: true, writable: true });
-    try {
-      await object.alarm();
-    } finally {
-      Object.defineProperty(object, 'env', { value: own, configurable: true, writable: true });
-    }
-  });
-}
 
 /** Archives what ended more than a second ago: waits that second, then rings the alarm. */
 async function archive(webhookId: string, settings: Record<string, unknown> = {}): Promise<void> {

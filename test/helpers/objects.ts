@@ -163,3 +163,22 @@ export function sendPass(webhookId: string, settings: Record<string, string> = {
     );
   });
 }
+
+/**
+ * Rings the endpoint's alarm with these settings (the test env's, changed), as its object's own,
+ * archiving included whenever it is due by them.
+ */
+export async function alarmWith(webhookId: string, settings: Record<string, unknown>): Promise<void> {
+  await runInDurableObject(endpointOf(webhookId), async (instance) => {
+    const object = instance as unknown as { env: object; archiveAt: number; alarm(): Promise<void> };
+    const own = object.env;
+    // An alarm under the test's own settings already said when archiving has work next (by them).
+    object.archiveAt = 0;
+    Object.defineProperty(object, 'env', { value: { ...env, ...settings }, configurable: true, writable: true });
+    try {
+      await object.alarm();
+    } finally {
+      Object.defineProperty(object, 'env', { value: own, configurable: true, writable: true });
+    }
+  });
+}
