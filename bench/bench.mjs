@@ -1,16 +1,17 @@
 // npm run bench: the production bundle against two reference workers, in workerd (miniflare),
 // driven by autocannon over keep-alive connections. Prints and writes (bench/results/) per
 // scenario req/s, p50, p99, errors and the ratios to the references (median of the runs); the
-// delivery scenarios (throughput, fan-out, latency, isolation; bench/deliveries.mjs) against the
-// floor's Durable Objects (bench/floor-objects.ts); bytes per event in the objects and in D1
+// delivery scenarios (throughput at one host and over ten, ten events to 100 webhooks, fan-out,
+// latency, isolation; bench/deliveries.mjs) against the floor's Durable Objects
+// (bench/floor-objects.ts); bytes per event in the objects and in D1
 // (bench/bytes.mjs, once); bytes per archived delivery in an endpoint's object and in R2
 // (bench/archive.mjs, once); a publish's time against hostile content filters
 // (bench/filter-hostile.mjs, once); the bundle size and the module start-up time. Exits non-zero when a
 // target is missed, listing them. --baseline <git-rev> also runs that revision's production
-// bundle (the release before) against the same data, for the scenarios it has, and reports
-// service/baseline.
+// bundle (the release before), configured as its own wrangler.toml says, against the same data, in
+// the HTTP scenarios it has and in the delivery scenarios, and reports service/baseline.
 //   node bench/bench.mjs [--runs N] [--seconds N] [--connections N] [--only <text>[,<text>]] [--baseline <rev>]
-//     [--deliveries N] [--fanout-events N] [--latency-events N] [--latency-rate N] [--bytes-events N] [--throughput-batch N]
+//     [--deliveries N] [--throughput-hosts N] [--fanout-events N] [--latency-events N] [--latency-rate N] [--bytes-events N] [--throughput-batch N]
 //     [--rows-events N] [--rows-isolated N]
 //     [--archive-deliveries N] [--filter-hostile-publishes N] [--filter-hostile-digits N]
 //     [--bare-floor] [--no-limiters]
@@ -30,7 +31,9 @@ import {
   SLOW_MS,
   startDeliveryWorker,
   startReceiver,
+  TEN_TO_100,
   THROUGHPUT,
+  THROUGHPUT_SPREAD,
   workerdProcesses,
 } from './deliveries.mjs';
 import { FILTER_HOSTILE, FILTER_HOSTILE_TARGET, runFilterHostile } from './filter-hostile.mjs';
@@ -42,6 +45,7 @@ import {
   buildRevisionBundle,
   FLOOR_OBJECTS,
   option,
+  revisionConfig,
   SERVICE_OBJECTS,
   startWorker,
   tokenFor,
@@ -71,8 +75,6 @@ const queueOptions = {
   // Events per publish request of delivery throughput (10 deliveries each).
   throughputBatch: option('--throughput-batch', 100),
 };
-// The release before (--baseline) published to the deliveries queue: bound to one without a consumer.
-const BASELINE_QUEUE_PRODUCERS = { DELIVERIES: 'bench-publish-deliveries' };
 /** D1's growth for bytes per event's events, at most (issue 21). */
 const D1_GROWTH_LIMIT = 64 * 1024;
 /** Bytes an archived delivery may keep in its endpoint's object, at most (50 a second for 30 days in 10 GB). */
@@ -94,6 +96,13 @@ const baselineRev = process.argv.includes('--baseline')
 if (baselineRev !== undefined && (baselineRev === '' || baselineRev.startsWith('--')))
   throw new Error('--baseline needs a git revision');
 const baselineUrl = baselineRev === undefined ? undefined : buildRevisionBundle(baselineRev);
+// Its Durable Objects, queue producers and database, as its own wrangler.toml and migrations say.
+const baselineConfig = baselineUrl === undefined ? undefined : revisionConfig(baselineUrl);
+/** What the delivery scenarios need of a bundle (the tool reaches its objects by these class names). */
+const deliveryGap = ({ durableObjects }) =>
+  durableObjects.ENDPOINTS?.className === 'Endpoint' && durableObjects.APPLICATIONS?.className === 'Application'
+    ? undefined
+    : 'its bundle has no ENDPOINTS (Endpoint) and APPLICATIONS (Application) Durable Objects, which the delivery scenarios run on';
 const floorScript = (
   await build({
     entryPoints: [new URL('floor-worker.ts', import.meta.url).pathname],
@@ -295,25 +304,30 @@ async function httpRun(run) {
     );
   }
   // The release before, with the bindings of today's service (it ignores those it does not know),
-  // on a database made by today's migrations and seeded alike.
+  // its own Durable Objects and queue producers, on a database made by today's migrations (and the
+  // post-deploy ones it has) and seeded alike.
   if (withBaseline) {
     workers.baseline = await startWorker({
       scriptPath: baselineUrl.href,
       apps: APPS,
       perApp: PER_APP,
       limiters: !process.argv.includes('--no-limiters'),
-      queueProducers: BASELINE_QUEUE_PRODUCERS,
+      bindings: { WEBHOOK_URL_ALLOWED_ORIGINS: receiver.origin },
+      durableObjects: baselineConfig.durableObjects,
+      queueProducers: baselineConfig.queueProducers,
+      schema: baselineConfig.schema,
     });
   }
-  // The publishing applications and the delivery log's deliveries (the baseline measures neither).
-  for (const name of ['floor', 'service']) {
+  // The publishing applications, and the delivery log's deliveries (the baseline does not measure it).
+  for (const name of ['floor', 'service', ...(withBaseline ? ['baseline'] : [])]) {
     // --publish-answered: diagnostic, the publishing webhooks answered at once (sent during the measurement).
     await addPublishApps(
       workers[name].db,
       receiver.origin,
       process.argv.includes('--publish-answered') ? 'hook' : 'hold',
     );
-    if (scenarios.some((s) => s.name === 'GET delivery log')) await addDeliveryLog(workers[name], APPS);
+    if (name !== 'baseline' && scenarios.some((s) => s.name === 'GET delivery log'))
+      await addDeliveryLog(workers[name], APPS);
   }
   if (withUnfiltered) {
     // --filter-aa: diagnostic, the measured worker without filters too (what the method alone gives).
@@ -325,10 +339,18 @@ async function httpRun(run) {
     const reference = scenario.reference;
     results[scenario.name] = {};
     const counters = {};
-    const measured = [reference, 'service', ...(scenario.baseline ? ['baseline'] : [])];
+    let measured = [reference, 'service', ...(scenario.baseline ? ['baseline'] : [])];
     for (const name of new Set(['constant', ...measured])) {
       const { url } = workers[name];
-      if (name !== 'constant') await probe(url, scenario, scenario.probe ?? 999_999, name);
+      // The release before answering otherwise (it lacks the path, or fails it) is reported `-`.
+      try {
+        if (name !== 'constant') await probe(url, scenario, scenario.probe ?? 999_999, name);
+      } catch (err) {
+        if (name !== 'baseline') throw err;
+        results[scenario.name].baseline_error = err.message;
+        measured = measured.filter((m) => m !== 'baseline');
+        continue;
+      }
       counters[name] = { n: 0 };
       await loadOf(url, scenario, WARMUP_SECONDS, counters[name]);
     }
@@ -359,6 +381,7 @@ async function httpRun(run) {
           ? ` (workerd CPU per request ${r.service.cpu_ms_per_request.toFixed(1)} and ${r.unfiltered.cpu_ms_per_request.toFixed(1)} ms)`
           : '') +
         (r.baseline ? `, baseline ${Math.round(r.baseline.rps)}` : '') +
+        (r.baseline_error ? `, baseline - (${r.baseline_error})` : '') +
         `, constant ${Math.round(r.constant.rps)}\n`,
     );
   }
@@ -366,7 +389,11 @@ async function httpRun(run) {
   return results;
 }
 
-/** One run of the delivery scenarios: a fresh service and floor, each with its objects. */
+/**
+ * One run of the delivery scenarios: a fresh service and floor, each with its objects, and the
+ * release before (--baseline) when its bundle has what they need (else each scenario's
+ * `baseline_error` says what it lacks).
+ */
 async function queueRun(run) {
   const workers = {
     floor: await startDeliveryWorker({ script: floorScript, durableObjects: FLOOR_OBJECTS, receiver }),
@@ -374,8 +401,23 @@ async function queueRun(run) {
   };
   workers.floor.name = 'floor';
   workers.service.name = 'service';
+  let baselineError = baselineConfig === undefined ? undefined : deliveryGap(baselineConfig);
+  if (baselineConfig !== undefined && baselineError === undefined) {
+    try {
+      workers.baseline = await startDeliveryWorker({
+        scriptPath: baselineUrl.href,
+        durableObjects: baselineConfig.durableObjects,
+        queueProducers: baselineConfig.queueProducers,
+        schema: baselineConfig.schema,
+        receiver,
+      });
+      workers.baseline.name = 'baseline';
+    } catch (err) {
+      baselineError = `could not start: ${err.message}`;
+    }
+  }
   try {
-    return await runQueueScenarios({
+    const out = await runQueueScenarios({
       selected: queueScenarios,
       workers,
       receiver,
@@ -383,6 +425,10 @@ async function queueRun(run) {
       options: queueOptions,
       log: (line) => process.stdout.write(`run ${run} ${line}\n`),
     });
+    if (baselineError !== undefined) {
+      for (const figures of Object.values(out)) if (figures.error === undefined) figures.baseline_error = baselineError;
+    }
+    return out;
   } finally {
     for (const w of Object.values(workers)) await w.dispose();
   }
@@ -423,6 +469,8 @@ const report = {
 };
 /** Every target missed (or check failed), one line each. */
 const failures = [];
+/** Why the release before has no figure in an HTTP scenario (it lacks the path, or failed the probe). */
+const httpBaselineNotes = [];
 if (scenarios.length > 0) {
   console.log(
     `\nmedian of ${RUNS} runs of ${SECONDS} s each, ${CONNECTIONS} keep-alive connections, ${APPS * PER_APP} webhooks / ${APPS} apps`,
@@ -446,7 +494,13 @@ for (const scenario of scenarios) {
   const vsReference =
     scenario.reference === 'constant' ? null : median(runs.map((r) => r.service.rps / r[scenario.reference].rps));
   const vsConstant = median(runs.map((r) => r.service.rps / r.constant.rps));
-  const vsBaseline = scenario.baseline ? median(runs.map((r) => r.service.rps / r.baseline.rps)) : null;
+  // The release before: the runs it was measured in (its probe may have failed: `baseline_error`).
+  const baselineRuns = scenario.baseline ? runs.filter((r) => r.baseline !== undefined) : [];
+  const vsBaseline = baselineRuns.length > 0 ? median(baselineRuns.map((r) => r.service.rps / r.baseline.rps)) : null;
+  const baselineError = scenario.baseline
+    ? [...new Set(runs.map((r) => r.baseline_error).filter((e) => e !== undefined))].join('; ') || undefined
+    : undefined;
+  if (baselineError !== undefined) httpBaselineNotes.push(`${scenario.name}: ${baselineError}`);
   const target = {
     ratio: scenario.reference === 'constant' ? vsConstant : vsReference,
     min: scenario.min,
@@ -487,9 +541,15 @@ for (const scenario of scenarios) {
           }
         : undefined,
     constant: { rps: pick('constant', 'rps'), p50: pick('constant', 'p50'), p99: pick('constant', 'p99') },
-    baseline: scenario.baseline
-      ? { rps: pick('baseline', 'rps'), p50: pick('baseline', 'p50'), p99: pick('baseline', 'p99') }
-      : undefined,
+    baseline:
+      baselineRuns.length > 0
+        ? {
+            rps: median(baselineRuns.map((r) => r.baseline.rps)),
+            p50: median(baselineRuns.map((r) => r.baseline.p50)),
+            p99: median(baselineRuns.map((r) => r.baseline.p99)),
+          }
+        : undefined,
+    baseline_error: baselineError,
     ratio_to_floor: scenario.reference === 'floor' ? vsReference : null,
     ratio_to_constant: vsConstant,
     ratio_to_baseline: vsBaseline,
@@ -505,17 +565,37 @@ for (const scenario of scenarios) {
   );
 }
 
+if (httpBaselineNotes.length > 0)
+  console.log(`baseline (${baselineRev}) without figures (-):\n  ${httpBaselineNotes.join('\n  ')}`);
+
 // The queue scenarios: the median of the runs (latency: quantiles of every run's samples together).
 if (queueScenarios.length > 0) {
   const o = queueOptions;
+  const withQueueBaseline = baselineRev !== undefined;
   console.log(
     `\ndelivery scenarios (Durable Objects' alarms), median of ${RUNS} runs; service ENDPOINT_RATE_LIMIT ${DELIVERY_BINDINGS.ENDPOINT_RATE_LIMIT}`,
   );
-  console.log('scenario                          service                floor                  vs floor  target');
-  const row = (name, service, floor, ratio, target) =>
+  console.log(
+    `scenario                          service                floor                  vs floor  ${withQueueBaseline ? `${`baseline (${baselineRev})`.padEnd(22)} vs baseline  ` : ''}target`,
+  );
+  const ratioText = (ratio, width) =>
+    ratio == null ? '-'.padStart(width) : `${ratio.toFixed(2).padStart(width - 1)}x`;
+  // `baseline`: the release before's text and ratio (null: none, `-`).
+  const row = (name, service, floor, ratio, target, baseline = null) =>
     console.log(
-      `${name.padEnd(33)} ${service.padEnd(22)} ${floor.padEnd(22)} ${ratio === null ? '     -' : `${ratio.toFixed(2).padStart(5)}x`}  ${target}`,
+      `${name.padEnd(33)} ${service.padEnd(22)} ${floor.padEnd(22)} ${ratioText(ratio, 6)}  ` +
+        (withQueueBaseline ? `${(baseline?.text ?? '-').padEnd(22)} ${ratioText(baseline?.ratio, 11)}  ` : '') +
+        target,
     );
+  // Why the release before has no figures in a scenario (in some runs or all): its warm-up or a
+  // slice failed, or its bundle lacks what the scenario needs.
+  const baselineNotes = [];
+  const noteOf = (name, runs) => {
+    const why = [...new Set(runs.map((r) => r.baseline_error).filter((e) => e !== undefined))].join('; ');
+    if (why === '' || !withQueueBaseline) return undefined;
+    baselineNotes.push(`${name}: ${why}`);
+    return why;
+  };
   // A run that failed (a stall, a wrong request) is a failure of its own; the others are reported.
   const runsOf = (name) => {
     const runs = queueRuns.map((r) => r[name]);
@@ -524,95 +604,156 @@ if (queueScenarios.length > 0) {
   };
   const measured = (name) => queueScenarios.includes(name) && queueRuns.some((r) => r[name].error === undefined);
   for (const name of queueScenarios) if (!measured(name)) runsOf(name);
-  if (measured(THROUGHPUT)) {
-    const runs = runsOf(THROUGHPUT);
-    const rate = (name) => median(runs.map((r) => r[name].deliveries_per_s));
+  // Deliveries/s: delivery throughput at one host (target against the floor), spread over hosts,
+  // and ten events to 100 webhooks (reported); against the release before, a median under
+  // BASELINE_MIN is a miss, as for the HTTP scenarios.
+  const perSlice = {
+    [THROUGHPUT]: o.deliveries,
+    [THROUGHPUT_SPREAD]: o.deliveries,
+    [TEN_TO_100]: 1000,
+  };
+  for (const name of [THROUGHPUT, THROUGHPUT_SPREAD, TEN_TO_100]) {
+    if (!measured(name)) continue;
+    const runs = runsOf(name);
+    const withBaselineRuns = runs.filter((r) => r.baseline !== undefined);
+    const rate = (who, of = runs) => median(of.map((r) => r[who].deliveries_per_s));
     const ratio = median(runs.map((r) => r.ratio));
-    const met = ratio >= TARGETS.deliveryRatio;
-    if (!met) failures.push(`${THROUGHPUT}: ${ratio.toFixed(2)}x floor, target ${TARGETS.deliveryRatio}x`);
-    const cpu = (name) =>
-      runs.every((r) => r[name].cpu_us_per_delivery !== null)
-        ? median(runs.map((r) => r[name].cpu_us_per_delivery))
+    const targeted = name === THROUGHPUT;
+    const met = !targeted || ratio >= TARGETS.deliveryRatio;
+    if (!met) failures.push(`${name}: ${ratio.toFixed(2)}x floor, target ${TARGETS.deliveryRatio}x`);
+    const vsBaseline = withBaselineRuns.length > 0 ? median(withBaselineRuns.map((r) => r.ratio_to_baseline)) : null;
+    if (vsBaseline !== null && vsBaseline < BASELINE_MIN)
+      failures.push(`${name}: ${vsBaseline.toFixed(2)}x ${baselineRev}, slower than the release before`);
+    const cpu = (who, of = runs) =>
+      of.length > 0 && of.every((r) => r[who].cpu_us_per_delivery !== null)
+        ? median(of.map((r) => r[who].cpu_us_per_delivery))
         : null;
-    report.queue.scenarios[THROUGHPUT] = {
-      deliveries_per_slice: o.deliveries,
+    report.queue.scenarios[name] = {
+      deliveries_per_slice: perSlice[name],
       service_deliveries_per_s: rate('service'),
       floor_deliveries_per_s: rate('floor'),
+      baseline_deliveries_per_s: withBaselineRuns.length > 0 ? rate('baseline', withBaselineRuns) : undefined,
       // Not a target: workerd's CPU per delivery, steadier than throughput when the machine is shared.
       service_cpu_us_per_delivery: cpu('service'),
       floor_cpu_us_per_delivery: cpu('floor'),
+      baseline_cpu_us_per_delivery: withBaselineRuns.length > 0 ? cpu('baseline', withBaselineRuns) : undefined,
       ratio_to_floor: ratio,
-      target: `>= ${TARGETS.deliveryRatio}x floor`,
-      met,
+      ratio_to_baseline: withQueueBaseline ? vsBaseline : undefined,
+      baseline_error: noteOf(name, runs),
+      target: targeted ? `>= ${TARGETS.deliveryRatio}x floor` : 'none (reported)',
+      met: targeted ? met : undefined,
       per_run: runs,
     };
+    const q = report.queue.scenarios[name];
     row(
-      THROUGHPUT,
-      `${Math.round(rate('service'))} deliveries/s`,
-      `${Math.round(rate('floor'))} deliveries/s`,
+      name,
+      `${Math.round(q.service_deliveries_per_s)} deliveries/s`,
+      `${Math.round(q.floor_deliveries_per_s)} deliveries/s`,
       ratio,
-      `${met ? 'met' : 'MISSED'} (>= ${TARGETS.deliveryRatio}x floor)`,
+      targeted ? `${met ? 'met' : 'MISSED'} (>= ${TARGETS.deliveryRatio}x floor)` : 'no target',
+      vsBaseline === null
+        ? null
+        : { text: `${Math.round(q.baseline_deliveries_per_s)} deliveries/s`, ratio: vsBaseline },
     );
-    if (cpu('service') !== null) {
+    if (q.service_cpu_us_per_delivery !== null) {
+      const baselineCpu = q.baseline_cpu_us_per_delivery ?? null;
       row(
         '  workerd CPU per delivery',
-        `${Math.round(cpu('service'))} µs`,
-        `${Math.round(cpu('floor'))} µs`,
-        cpu('floor') / cpu('service'),
-        'no target (floor / service)',
+        `${Math.round(q.service_cpu_us_per_delivery)} µs`,
+        `${Math.round(q.floor_cpu_us_per_delivery)} µs`,
+        q.floor_cpu_us_per_delivery / q.service_cpu_us_per_delivery,
+        'no target (other / service)',
+        baselineCpu === null
+          ? null
+          : { text: `${Math.round(baselineCpu)} µs`, ratio: baselineCpu / q.service_cpu_us_per_delivery },
       );
     }
   }
   if (measured(FANOUT)) {
     const runs = runsOf(FANOUT);
-    const ms = (name) => median(runs.flatMap((r) => r[name].ms));
+    const withBaselineRuns = runs.filter((r) => r.baseline !== undefined);
+    const ms = (who, of = runs) => median(of.flatMap((r) => r[who].ms));
+    const max = (who, of = runs) => Math.max(...of.flatMap((r) => r[who].ms));
+    const withB = withBaselineRuns.length > 0;
     report.queue.scenarios[FANOUT] = {
       events_per_run: o.fanoutEvents,
       service_median_ms: ms('service'),
       floor_median_ms: ms('floor'),
-      service_max_ms: Math.max(...runs.flatMap((r) => r.service.ms)),
-      floor_max_ms: Math.max(...runs.flatMap((r) => r.floor.ms)),
+      baseline_median_ms: withB ? ms('baseline', withBaselineRuns) : undefined,
+      service_max_ms: max('service'),
+      floor_max_ms: max('floor'),
+      baseline_max_ms: withB ? max('baseline', withBaselineRuns) : undefined,
+      // The other's time over the service's: above 1, the service is faster.
+      ratio_to_baseline: withQueueBaseline
+        ? withB
+          ? ms('baseline', withBaselineRuns) / ms('service')
+          : null
+        : undefined,
+      baseline_error: noteOf(FANOUT, runs),
       target: 'none (reported)',
       per_run: runs,
     };
     const q = report.queue.scenarios[FANOUT];
+    const text = (median, max) => `${Math.round(median)} ms (max ${Math.round(max)})`;
     row(
       FANOUT,
-      `${Math.round(q.service_median_ms)} ms (max ${Math.round(q.service_max_ms)})`,
-      `${Math.round(q.floor_median_ms)} ms (max ${Math.round(q.floor_max_ms)})`,
+      text(q.service_median_ms, q.service_max_ms),
+      text(q.floor_median_ms, q.floor_max_ms),
       q.floor_median_ms / q.service_median_ms,
       'no target: time to the 100th attempt',
+      withB ? { text: text(q.baseline_median_ms, q.baseline_max_ms), ratio: q.ratio_to_baseline } : null,
     );
   }
   if (measured(LATENCY)) {
     const runs = runsOf(LATENCY);
+    const withBaselineRuns = runs.filter((r) => r.baseline !== undefined);
     const quantile = (xs, p) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.ceil(p * xs.length) - 1)];
-    const pooled = (name) => {
-      const samples = runs.flatMap((r) => r[name].samples_ms);
+    const pooled = (who, of = runs) => {
+      const samples = of.flatMap((r) => r[who].samples_ms);
       return { samples: samples.length, p50_ms: quantile(samples, 0.5), p99_ms: quantile(samples, 0.99) };
     };
+    const service = pooled('service');
+    const baseline = withBaselineRuns.length > 0 ? pooled('baseline', withBaselineRuns) : undefined;
     report.queue.scenarios[LATENCY] = {
       events_per_run: o.latencyEvents,
       rate_per_s: o.latencyRate,
-      service: pooled('service'),
+      service,
       floor: pooled('floor'),
+      baseline,
+      // The release before's p50 and p99 over the service's: above 1, the service is faster.
+      ratio_to_baseline: withQueueBaseline
+        ? baseline === undefined
+          ? null
+          : { p50: baseline.p50_ms / service.p50_ms, p99: baseline.p99_ms / service.p99_ms }
+        : undefined,
+      baseline_error: noteOf(LATENCY, runs),
       target: 'none (reported)',
       per_run: runs.map((r) =>
-        Object.fromEntries(Object.entries(r).map(([name, v]) => [name, { ...v, samples_ms: undefined }])),
+        Object.fromEntries(
+          Object.entries(r).map(([who, v]) => [who, typeof v === 'object' ? { ...v, samples_ms: undefined } : v]),
+        ),
       ),
     };
     const q = report.queue.scenarios[LATENCY];
     const text = (x) => `p50 ${x.p50_ms.toFixed(1)} / p99 ${x.p99_ms.toFixed(1)} ms`;
-    row(LATENCY, text(q.service), text(q.floor), null, `no target: ${q.service.samples} deliveries`);
+    row(
+      LATENCY,
+      text(q.service),
+      text(q.floor),
+      null,
+      `no target: ${q.service.samples} deliveries${baseline === undefined ? '' : ' (vs baseline: of the p50s)'}`,
+      baseline === undefined ? null : { text: text(baseline), ratio: q.ratio_to_baseline.p50 },
+    );
   }
   if (measured(ISOLATION)) {
     const runs = runsOf(ISOLATION);
-    const pick = (name, which, key) => median(runs.map((r) => r[name][which][key]));
-    const of = (name) => ({
-      without_slow_p50_ms: pick(name, 'without_slow', 'p50_ms'),
-      with_slow_p50_ms: pick(name, 'with_slow', 'p50_ms'),
-      without_slow_p99_ms: pick(name, 'without_slow', 'p99_ms'),
-      with_slow_p99_ms: pick(name, 'with_slow', 'p99_ms'),
+    const withBaselineRuns = runs.filter((r) => r.baseline !== undefined);
+    const pick = (who, which, key, of = runs) => median(of.map((r) => r[who][which][key]));
+    const of = (who, from = runs) => ({
+      without_slow_p50_ms: pick(who, 'without_slow', 'p50_ms', from),
+      with_slow_p50_ms: pick(who, 'with_slow', 'p50_ms', from),
+      without_slow_p99_ms: pick(who, 'without_slow', 'p99_ms', from),
+      with_slow_p99_ms: pick(who, 'with_slow', 'p99_ms', from),
     });
     report.queue.scenarios[ISOLATION] = {
       events_per_case: o.latencyEvents,
@@ -620,6 +761,8 @@ if (queueScenarios.length > 0) {
       slow_ms: SLOW_MS,
       service: of('service'),
       floor: of('floor'),
+      baseline: withBaselineRuns.length > 0 ? of('baseline', withBaselineRuns) : undefined,
+      baseline_error: noteOf(ISOLATION, runs),
       target: 'none (reported): healthy endpoints unaffected by a slow one',
       per_run: runs,
     };
@@ -631,8 +774,11 @@ if (queueScenarios.length > 0) {
       text(q.floor),
       null,
       "no target: healthy endpoints' p50, alone -> beside a slow one",
+      q.baseline === undefined ? null : { text: text(q.baseline), ratio: null },
     );
   }
+  if (baselineNotes.length > 0)
+    console.log(`baseline (${baselineRev}) without figures (-):\n  ${baselineNotes.join('\n  ')}`);
 }
 
 // Applications publishing at once against one alone (HTTP scenarios 'publish 1 app', 'publish 8 apps').

@@ -3,7 +3,7 @@
 // has the real schema and seeded webhooks.
 import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { SignJWT } from 'jose';
@@ -70,13 +70,52 @@ export function buildRevisionBundle(rev) {
 const config = unstable_readConfig({ config: new URL('wrangler.toml', root).pathname });
 // The database is made by the migrations, in order, then the post-deploy ones, as `npm start` and a
 // deploy make theirs.
-const sqlOf = (folder) =>
-  readdirSync(folder)
-    .filter((f) => f.endsWith('.sql'))
-    .sort()
-    .flatMap((f) => unstable_splitSqlQuery(readFileSync(new URL(f, folder), 'utf8')));
+const sqlFiles = (folder) =>
+  existsSync(folder)
+    ? readdirSync(folder)
+        .filter((f) => f.endsWith('.sql'))
+        .sort()
+    : [];
+const sqlOf = (folder, files = sqlFiles(folder)) =>
+  files.flatMap((f) => unstable_splitSqlQuery(readFileSync(new URL(f, folder), 'utf8')));
 const migrations = new URL('migrations/', root);
-const schema = [...sqlOf(migrations), ...sqlOf(new URL('post-deploy/', migrations))];
+const postDeploy = new URL('post-deploy/', migrations);
+const schema = [...sqlOf(migrations), ...sqlOf(postDeploy)];
+
+/**
+ * How the bundle of a revision built by buildRevisionBundle is configured, from that revision's own
+ * wrangler.toml: its Durable Objects (as Miniflare binds them), its queue producers (each bound to
+ * a queue of the bench's without a consumer: what is sent there is accepted and dropped), and the
+ * database it runs on: today's migrations (they only expand, so older code reads them) and, of the
+ * post-deploy ones, which contract, only those the revision itself has (6569f6d still reads the
+ * D1 tables that post-deploy/0001 drops).
+ */
+export function revisionConfig(bundleUrl) {
+  const dir = new URL('..', bundleUrl);
+  const own = unstable_readConfig({ config: new URL('wrangler.toml', dir).pathname });
+  const sqlite = new Set((own.migrations ?? []).flatMap((m) => m.new_sqlite_classes ?? []));
+  const durableObjects = Object.fromEntries(
+    (own.durable_objects?.bindings ?? []).map(({ name, class_name }) => [
+      name,
+      { className: class_name, useSQLite: sqlite.has(class_name) },
+    ]),
+  );
+  const queueProducers = Object.fromEntries(
+    (own.queues?.producers ?? []).map(({ binding, queue }) => [binding, `bench-baseline-${queue}`]),
+  );
+  const itsPostDeploy = new Set(sqlFiles(new URL('migrations/post-deploy/', dir)));
+  return {
+    durableObjects,
+    queueProducers,
+    schema: [
+      ...sqlOf(migrations),
+      ...sqlOf(
+        postDeploy,
+        sqlFiles(postDeploy).filter((f) => itsPostDeploy.has(f)),
+      ),
+    ],
+  };
+}
 export const SECRET = randomBytes(32).toString('base64url');
 /** The service's Durable Objects (wrangler.toml), as Miniflare binds them. */
 export const SERVICE_OBJECTS = {
@@ -239,7 +278,8 @@ const unlimited = { simple: { limit: 1_000_000_000, period: 60 } };
  * id i is `app-${(i - 1) % apps}`) and returns its URL, its D1, its Miniflare and a `dispose`.
  * `script` is a module's source, or `scriptPath` a file. Rate limits are lifted: load and
  * benchmark measure the service, not the limiter's budget (`configuredLimits`: wrangler.toml's). `queueProducers`, `queueConsumers` and
- * `durableObjects` are Miniflare's options of the same names.
+ * `durableObjects` are Miniflare's options of the same names; `schema`, the database's statements
+ * (today's migrations by default; revisionConfig's for another revision).
  */
 export async function startWorker({
   script,
@@ -259,6 +299,7 @@ export async function startWorker({
   countRows = false,
   r2Buckets,
   endpointMethods = [],
+  schema: statements = schema,
 }) {
   const main = {
     name: 'main',
@@ -349,7 +390,7 @@ export async function startWorker({
   });
   const url = await mf.ready;
   const db = await mf.getD1Database('DB');
-  await db.batch(schema.map((sql) => db.prepare(sql)));
+  await db.batch(statements.map((sql) => db.prepare(sql)));
   await seed(db, apps, perApp);
   const toolWorker = tool ? await mf.getWorker('tool') : null;
   /** Calls the tool (POST `path` with `body` as JSON); resolves with its JSON reply. */

@@ -221,6 +221,7 @@ export function scenarioList({ tokens, newApps, platform }) {
     {
       // Half the events carry a publisher id (each a new one), half none.
       name: 'publish event',
+      baseline: true,
       reference: 'floor',
       min: 0.9,
       expect: 202,
@@ -239,6 +240,7 @@ export function scenarioList({ tokens, newApps, platform }) {
     {
       // 100 events of one application per request, each with its publisher id (a batch needs them).
       name: 'publish batch (100)',
+      baseline: true,
       reference: 'floor',
       min: 0.9,
       expect: 202,
