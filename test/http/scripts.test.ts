@@ -1,8 +1,21 @@
-// The helpers people run by hand: `npm run receiver` (examples/receiver.mjs) and `npm run token`
-// (scripts/token.mjs), run as processes.
+// The helpers people run by hand: `npm run receiver` (examples/receiver.mjs), `npm run token`
+// (scripts/token.mjs), `npm start`'s local setup (scripts/local-setup.mjs), run as processes.
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import {
+  chmodSync,
+  cpSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { Webhook } from 'standardwebhooks';
 import { afterEach, describe, expect, inject, it } from 'vitest';
 import { until } from './receiver';
@@ -154,6 +167,89 @@ describe('npm run receiver', () => {
     const none = spawnSync('node', ['examples/receiver.mjs'], { cwd: root, env, encoding: 'utf8' });
     expect(none.status).toBe(2);
     expect(none.stderr).toContain('Usage: WEBHOOK_SECRET=whsec_... npm run receiver');
+  });
+});
+
+describe("npm start's local setup (scripts/local-setup.mjs)", () => {
+  // A copy of the repository's scripts, migrations and .dev.vars.example, with wrangler replaced
+  // at the process boundary (node_modules/.bin) by a stand-in that records its arguments and
+  // answers the post-deploy script's reads: what is checked is .dev.vars, not D1.
+  const FAKE = `const fs = require('node:fs');
+fs.appendFileSync(process.env.FAKE_LOG, JSON.stringify(process.argv.slice(2)) + '\\n');
+if (process.argv.includes('--json')) process.stdout.write('[{"results":[]},{"results":[]}]');
+`;
+  const KEY = randomBytes(32).toString('base64');
+
+  /** Runs the setup in a fresh copy whose .dev.vars is `devVars` (none: undefined); what it printed and left. */
+  function setup(devVars: string | undefined) {
+    const copy = mkdtempSync(join(tmpdir(), 'nft-webhook-setup-'));
+    try {
+      for (const entry of ['scripts', 'migrations', '.dev.vars.example', 'package.json'])
+        cpSync(join(root, entry), join(copy, entry), { recursive: true });
+      mkdirSync(join(copy, 'node_modules', '.bin'), { recursive: true });
+      const fake = join(copy, 'node_modules', '.bin', 'wrangler');
+      writeFileSync(fake, `#!/usr/bin/env node\n${FAKE}`);
+      chmodSync(fake, 0o755);
+      writeFileSync(join(copy, 'node_modules', 'package.json'), '{"type":"commonjs"}');
+      const file = join(copy, '.dev.vars');
+      if (devVars !== undefined) writeFileSync(file, devVars, { mode: 0o600 });
+      const log = join(copy, 'calls.log');
+      const run = spawnSync(process.execPath, ['scripts/local-setup.mjs'], {
+        cwd: copy,
+        encoding: 'utf8',
+        env: { ...process.env, FAKE_LOG: log },
+      });
+      expect(run.status, `${run.stdout}${run.stderr}`).toBe(0);
+      const calls = readFileSync(log, 'utf8')
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l) as string[]);
+      expect(calls[0]).toEqual(['d1', 'migrations', 'apply', 'DB', '--local']);
+      expect(calls.at(-1)).toEqual(['d1', 'execute', 'DB', '--local', '--file', 'scripts/seed.sql']);
+      return {
+        stdout: run.stdout,
+        devVars: existsSync(file) ? readFileSync(file, 'utf8') : undefined,
+        mode: existsSync(file) ? statSync(file).mode & 0o777 : undefined,
+      };
+    } finally {
+      rmSync(copy, { recursive: true, force: true });
+    }
+  }
+  const keyOf = (devVars = '') => /^WEBHOOK_SECRET_KEY=(.*)$/m.exec(devVars)?.[1];
+
+  it.each([
+    ['a key ring alone (WEBHOOK_SECRET_KEYS, after a rotation)', `JWT_SECRET=x\nWEBHOOK_SECRET_KEYS=local-2:${KEY}\n`],
+    [
+      'a key ring beside an empty WEBHOOK_SECRET_KEY',
+      `JWT_SECRET=x\nWEBHOOK_SECRET_KEY=\nWEBHOOK_SECRET_KEYS="local-2:${KEY}"\n`,
+    ],
+    ['WEBHOOK_SECRET_KEY', `JWT_SECRET=x\nWEBHOOK_SECRET_KEY=${KEY}\n`],
+    ['both', `JWT_SECRET=x\nWEBHOOK_SECRET_KEYS=local-2:${KEY} default:${KEY}\nWEBHOOK_SECRET_KEY=${KEY}\n`],
+  ])('leaves a .dev.vars with %s as it is', (_, devVars) => {
+    const after = setup(devVars);
+    expect(after.devVars).toBe(devVars);
+    expect(after.stdout).not.toContain('WEBHOOK_SECRET_KEY');
+  });
+
+  it.each([
+    ['no key at all', 'JWT_SECRET=x\n'],
+    ['an empty WEBHOOK_SECRET_KEY and an empty ring', 'JWT_SECRET=x\nWEBHOOK_SECRET_KEY=\nWEBHOOK_SECRET_KEYS=\n'],
+  ])('adds a random WEBHOOK_SECRET_KEY to a .dev.vars with %s, and changes nothing else', (_, devVars) => {
+    const after = setup(devVars);
+    expect(after.stdout).toContain('Added a random WEBHOOK_SECRET_KEY to .dev.vars.');
+    expect(after.devVars?.startsWith(devVars)).toBe(true);
+    const added = (after.devVars as string).slice(devVars.length);
+    expect(added).toMatch(/^\n# [^\n]+\nWEBHOOK_SECRET_KEY=[A-Za-z0-9+/]{43}=\n$/);
+    expect(Buffer.from(keyOf(added) as string, 'base64')).toHaveLength(32);
+  });
+
+  it('creates a missing .dev.vars from .dev.vars.example, with a random JWT_SECRET and WEBHOOK_SECRET_KEY, readable by its owner only', () => {
+    const after = setup(undefined);
+    expect(after.stdout).toContain('Created .dev.vars with a random JWT_SECRET and WEBHOOK_SECRET_KEY.');
+    expect(after.mode).toBe(0o600);
+    expect(after.devVars).toMatch(/^JWT_SECRET=[\w-]{64}$/m);
+    expect(Buffer.from(keyOf(after.devVars) as string, 'base64')).toHaveLength(32);
+    expect(after.devVars).not.toMatch(/^WEBHOOK_SECRET_KEYS=/m);
   });
 });
 
