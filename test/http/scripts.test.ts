@@ -8,9 +8,12 @@ import {
   existsSync,
   mkdirSync,
   mkdtempSync,
+  readdirSync,
   readFileSync,
   rmSync,
   statSync,
+  symlinkSync,
+  utimesSync,
   writeFileSync,
 } from 'node:fs';
 import { createServer } from 'node:net';
@@ -250,6 +253,69 @@ if (process.argv.includes('--json')) process.stdout.write('[{"results":[]},{"res
     expect(after.devVars).toMatch(/^JWT_SECRET=[\w-]{64}$/m);
     expect(Buffer.from(keyOf(after.devVars) as string, 'base64')).toHaveLength(32);
     expect(after.devVars).not.toMatch(/^WEBHOOK_SECRET_KEYS=/m);
+  });
+});
+
+describe('npm run build:portal (scripts/build-portal.mjs, the [build] command)', () => {
+  it('builds only when a file the last build read has changed, or a file it wrote is gone', () => {
+    // A copy of what the build reads, its files' times kept (a file changed in the second before
+    // a build is read again next time), node_modules shared.
+    const copy = mkdtempSync(join(tmpdir(), 'nft-webhook-portal-build-'));
+    try {
+      for (const entry of ['portal', 'src/core', 'scripts/build-portal.mjs'])
+        cpSync(join(root, entry), join(copy, entry), { recursive: true, preserveTimestamps: true });
+      symlinkSync(join(root, 'node_modules'), join(copy, 'node_modules'));
+      const out = join(copy, 'build', 'assets', 'portal');
+      const build = () => {
+        const run = spawnSync(process.execPath, ['scripts/build-portal.mjs'], { cwd: copy, encoding: 'utf8' });
+        expect(run.status, run.stderr).toBe(0);
+        return run.stdout.trim();
+      };
+      const files = () => Object.fromEntries(readdirSync(out).map((f) => [f, statSync(join(out, f)).mtimeMs]));
+      const BUILT = 'Portal built into build/assets/portal.';
+      const KEPT = 'Portal unchanged since its last build: build/assets/portal kept as it is.';
+      /** Changes `file` as an editor would have a while ago. */
+      const edit = (file: string, change: (text: string) => string) => {
+        const path = join(copy, file);
+        writeFileSync(path, change(readFileSync(path, 'utf8')));
+        const past = new Date(Date.now() - 60_000);
+        utimesSync(path, past, past);
+      };
+
+      expect(build()).toBe(BUILT);
+      const first = files();
+      expect(Object.keys(first).sort()).toEqual([
+        expect.stringMatching(/^app-[\w-]{10}\.js$/),
+        'index.html',
+        expect.stringMatching(/^style-[\w-]{10}\.css$/),
+      ]);
+      expect(build()).toBe(KEPT);
+      expect(files()).toEqual(first);
+
+      // A module of the service the portal imports: read again.
+      edit('src/core/scopes.ts', (t) => `${t}\nexport const ADDED_FOR_THIS_TEST = 'added';\n`);
+      expect(build()).toBe(BUILT);
+      expect(build()).toBe(KEPT);
+      // The page's HTML: read again, and served as changed.
+      edit('portal/index.html', (t) => t.replace('</head>', '<meta name="x-test" content="1"></head>'));
+      expect(build()).toBe(BUILT);
+      expect(readFileSync(join(out, 'index.html'), 'utf8')).toContain('<meta name="x-test" content="1">');
+      // A file it wrote, gone: written again.
+      const script = Object.keys(files()).find((f) => f.startsWith('app-')) as string;
+      rmSync(join(out, script));
+      expect(build()).toBe(BUILT);
+      expect(existsSync(join(out, script))).toBe(true);
+      expect(build()).toBe(KEPT);
+      // A file changed in the second before the build: built, and built again next time.
+      writeFileSync(
+        join(copy, 'portal/src/style.css'),
+        `${readFileSync(join(copy, 'portal/src/style.css'), 'utf8')}\n`,
+      );
+      expect(build()).toBe(BUILT);
+      expect(build()).toBe(BUILT);
+    } finally {
+      rmSync(copy, { recursive: true, force: true });
+    }
   });
 });
 
