@@ -37,7 +37,14 @@ const [command, ...prefix] = process.env.DEV_WRANGLER
 const raw = process.env.RAW_LOGS === '1';
 const child = spawn(command, [...prefix, 'dev', '--test-scheduled', ...args], {
   stdio: ['inherit', 'inherit', raw ? 'inherit' : 'pipe'],
-  env: { ...process.env, WRANGLER_SEND_METRICS: process.env.WRANGLER_SEND_METRICS ?? 'false' },
+  env: {
+    ...process.env,
+    WRANGLER_SEND_METRICS: process.env.WRANGLER_SEND_METRICS ?? 'false',
+    // Miniflare fetches a real Request.cf object from workers.cloudflare.com at each start (the
+    // Worker reads none of it); offline, that prints a warning with a stack trace, twice. Off, it
+    // uses its placeholder at once. Set it to true to have the real one.
+    CLOUDFLARE_CF_FETCH_ENABLED: process.env.CLOUDFLARE_CF_FETCH_ENABLED ?? 'false',
+  },
 });
 
 // ---- wrangler's stderr, without workerd's reports of failed DNS lookups ------------------------

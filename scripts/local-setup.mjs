@@ -5,7 +5,7 @@
 import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { appendFileSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
-import { DEV_VARS } from './dev-vars.mjs';
+import { DEV_VARS, readDevVars } from './dev-vars.mjs';
 
 const root = new URL('..', import.meta.url);
 
@@ -19,8 +19,10 @@ if (!existsSync(DEV_VARS)) {
     { mode: 0o600 },
   );
   console.log('Created .dev.vars with a random JWT_SECRET and WEBHOOK_SECRET_KEY.');
-} else if (!/^WEBHOOK_SECRET_KEY=\S/m.test(readFileSync(DEV_VARS, 'utf8'))) {
-  // A .dev.vars from before deliveries: it gains the key that encrypts signing secrets.
+} else if (!readDevVars().WEBHOOK_SECRET_KEY && !readDevVars().WEBHOOK_SECRET_KEYS) {
+  // A .dev.vars from before deliveries: it gains the key that encrypts signing secrets. One with a
+  // key ring (WEBHOOK_SECRET_KEYS: a rotation, docs/configuration.md) is left as it is: a random
+  // WEBHOOK_SECRET_KEY would join the ring as the key `default`, which sealed nothing stored.
   appendFileSync(DEV_VARS, `\n# Encrypts webhooks' signing secrets at rest.\n${secretKeyLine()}\n`);
   console.log('Added a random WEBHOOK_SECRET_KEY to .dev.vars.');
 }

@@ -3,9 +3,11 @@
 // records the requests it gets, and writes to stderr what workerd writes for a failed DNS lookup.
 // What is checked: the Cron Trigger is called while it runs (the endpoint itself is tested
 // against the real `wrangler dev` in deliveries.test.ts), workerd's DNS-failure blocks are left
-// out and nothing else is, and Ctrl-C (SIGINT) stops wrangler and the wrapper.
+// out and nothing else is, and Ctrl-C (SIGINT) stops wrangler and the wrapper. Then with the real
+// wrangler: what a developer sees as it starts.
 import { type ChildProcess, spawn } from 'node:child_process';
-import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -13,12 +15,16 @@ import { jwtVerify } from 'jose';
 import { afterAll, describe, expect, it } from 'vitest';
 import { unstable_readConfig } from 'wrangler';
 import { until } from './receiver';
+import { writeDevVars } from './wrangler-dev';
 
 const root = new URL('../..', import.meta.url).pathname;
 const folder = mkdtempSync(join(tmpdir(), 'nft-webhook-dev-'));
 let child: ChildProcess | undefined;
+let real: ChildProcess | undefined;
 afterAll(() => {
   if (child?.exitCode === null) child.kill('SIGKILL');
+  // The real wrangler's whole process group (wrangler, workerd).
+  if (real?.pid !== undefined && real.exitCode === null && real.signalCode === null) process.kill(-real.pid, 'SIGKILL');
   rmSync(folder, { recursive: true, force: true });
 });
 
@@ -143,6 +149,78 @@ describe('npm start (scripts/dev.mjs)', () => {
     expect(source).toContain('Number(process.env.DEV_CRON_INTERVAL_SECONDS ?? 60) * 1000');
     expect(source).toContain("const CRON = '* * * * *';");
   });
+});
+
+describe('npm start (scripts/dev.mjs) with the real wrangler dev', () => {
+  it('prints no stack trace as it starts offline or online, asks Cloudflare for nothing, and builds the portal at most once', async () => {
+    const persistTo = join(folder, 'state');
+    const envFile = join(folder, 'real.vars');
+    writeDevVars(envFile, {
+      JWT_SECRET: SECRET,
+      WEBHOOK_SECRET_KEY: randomBytes(32).toString('base64'),
+      WEBHOOK_URL_ALLOWED_ORIGINS: '',
+    });
+    // Where miniflare would keep the Request.cf object it fetched from workers.cloudflare.com.
+    const cache = join(folder, 'miniflare-cache');
+    mkdirSync(cache);
+    const [port, inspector] = [await freePort(), await freePort()];
+    let output = '';
+    // As a developer's shell has it: without vitest's NODE_ENV=test (with which miniflare fetches nothing).
+    const { NODE_ENV: _, ...developer } = process.env;
+    real = spawn(
+      'node',
+      [
+        'scripts/dev.mjs',
+        '--ip',
+        '127.0.0.1',
+        '--port',
+        String(port),
+        '--inspector-port',
+        String(inspector),
+        '--persist-to',
+        persistTo,
+        '--env-file',
+        envFile,
+        '--show-interactive-dev-session=false',
+      ],
+      {
+        cwd: root,
+        // No Cron Trigger call while it runs: this database has no tables.
+        env: { ...developer, JWT_SECRET: SECRET, MINIFLARE_CACHE_DIR: cache, DEV_CRON_INTERVAL_SECONDS: '3600' },
+        stdio: ['ignore', 'pipe', 'pipe'],
+        detached: true,
+      },
+    );
+    for (const stream of [real.stdout, real.stderr]) {
+      stream?.on('data', (c: Buffer) => {
+        output += c.toString();
+      });
+    }
+    // Started, and answering: the portal link is printed once /portal/ answers.
+    await until(
+      () => `the portal link:\n${output}`,
+      () => output.includes('[npm start] the portal of demo-app-1'),
+      120_000,
+      250,
+    );
+    const exited = new Promise((resolve) => real?.once('exit', resolve));
+    process.kill(-(real.pid as number), 'SIGINT');
+    await Promise.race([exited, new Promise((resolve) => setTimeout(resolve, 10_000))]);
+
+    const lines = output.split('\n');
+    expect(
+      lines.filter((l) => /^\s+at \S/.test(l)),
+      output,
+    ).toEqual([]);
+    expect(output).not.toContain('Unable to fetch the `Request.cf` object');
+    expect(existsSync(join(cache, 'cf.json')), 'a Request.cf fetched from Cloudflare').toBe(false);
+    // wrangler runs the [build] command as it starts (twice: for the entry, and when its watcher
+    // is ready); esbuild builds the portal at most once of those.
+    const runs = lines.filter((l) => l.includes('Running: node scripts/build-portal.mjs')).length;
+    const unchanged = lines.filter((l) => l.includes('Portal unchanged since its last build')).length;
+    expect(runs, output).toBeGreaterThanOrEqual(1);
+    expect(runs - unchanged, output).toBeLessThanOrEqual(1);
+  }, 180_000);
 });
 
 describe('.dev.vars.example', () => {

@@ -138,7 +138,17 @@ afterAll(stopReceiver);
 describe('the README walkthrough', () => {
   it('answers every curl call as the README shows', () => {
     const { tokenCommand, steps } = walkthrough();
-    expect(steps.length).toBeGreaterThanOrEqual(8);
+    expect(steps.length).toBeGreaterThanOrEqual(9);
+    // A PATCH that adds a content filter, shown with its reply: the filter as sent.
+    const patch = steps.find((s) => s.command.startsWith('curl -i -X PATCH '));
+    const sent = JSON.parse(/-d '(\{.*\})'$/.exec(patch?.command ?? '')?.[1] ?? '{}');
+    expect(sent.filter, patch?.command).toBeTypeOf('object');
+    expect(patch?.status).toBe('HTTP/1.1 200 OK');
+    expect(JSON.parse((patch?.body ?? '{}').replaceAll('"…"', 'null')).value.filter).toEqual(sent.filter);
+    // And stored: the read after it shows the filter (checked against the real reply below).
+    const read = steps[steps.indexOf(patch as Step) + 1];
+    expect(read?.command).toMatch(/^curl -i "[^"]*\?webhook_id=6"/);
+    expect(read?.body).toContain(`"filter":${JSON.stringify(sent.filter)}`);
     const token = bash(`${tokenCommand} && printf %s "$TOKEN"`);
     expect(token).toMatch(/^[\w-]+\.[\w-]+\.[\w-]+$/);
 
@@ -165,12 +175,29 @@ describe('the README walkthrough', () => {
       expect(statusLine.trim(), command).toBe(step.status);
       for (const [name, value] of step.headers) expect(headers.get(name.toLowerCase()), name).toBe(withIds(value));
       if (step.body !== undefined) expectShown(body.trim(), withIds(step.body));
+      if (step === patch) expect(JSON.parse(body).value.filter).toEqual(sent.filter);
     }
   });
 
   it('runs the blocks of "### Deliveries" pasted whole into one shell, each showing what the README shows', async () => {
     const { blocks, shown } = deliveriesSection();
     expect(blocks).toHaveLength(5);
+    // Each start of the receiver empties receiver.log first, and nothing is sent before this
+    // receiver says it listens: `... > receiver.log &` truncates the file in the background, so a
+    // wait that looked first would read the stopped receiver's "Receiver listening" and send to
+    // nothing (its delivery then ends in "connection", not in the status the block asked for).
+    const wait =
+      "until grep -q 'Receiver listening' receiver.log || ! kill -0 $RECEIVER 2>/dev/null; do sleep 0.2; done";
+    const starts = blocks.flatMap((block) => {
+      const lines = block.split('\n').map((l) => l.trim());
+      return lines.flatMap((line, i) =>
+        /npm run receiver\b.*> receiver\.log 2>&1 &$/.test(line)
+          ? [{ line, before: lines[i - 1], next: lines.slice(i + 1).find((l) => /^(until|curl) /.test(l)) }]
+          : [],
+      );
+    });
+    expect(starts).toHaveLength(5);
+    for (const start of starts) expect(start).toEqual({ line: start.line, before: ': > receiver.log', next: wait });
     const base = inject('baseUrl');
     const [first = ''] = blocks;
     // The receiver: in the background, its secret from the environment (npm prints a command
@@ -243,6 +270,29 @@ describe('the README walkthrough', () => {
       ),
     );
     expect(log.value.deliveries.filter((d: { type: string }) => d.type === 'NEW_NFT')).toHaveLength(1);
+    // The third: after each way of failing, the newest delivery is what the README says it is.
+    const newest = Object.fromEntries(
+      [...(parts[2] as string).matchAll(/^(--status \d+|--delay \d+):\n(\{.*\})$/gm)].map((m) => [
+        m[1],
+        JSON.parse(m[2] as string).value.deliveries[0],
+      ]),
+    );
+    expect(Object.keys(newest), parts[2]).toEqual(['--status 500', '--delay 20', '--status 410']);
+    expect(newest['--status 500'], parts[2]).toMatchObject({
+      type: 'webhook.test',
+      last_status: 500,
+      last_error: null,
+    });
+    expect(newest['--delay 20'], parts[2]).toMatchObject({
+      type: 'webhook.test',
+      last_status: null,
+      last_error: 'timeout',
+    });
+    expect(newest['--status 410'], parts[2]).toMatchObject({
+      type: 'webhook.test',
+      status: 'failed',
+      last_status: 410,
+    });
     // The fourth block enabled the webhook the 410 disabled, and recovered its failed deliveries.
     expect(parts[3]).toMatch(/HTTP\/1\.1 200 OK[\s\S]*"value":\{"deliveries":[1-9]/);
     // The last: a 410 again, and the second webhook heard of it, about the first, signed with its own secret.

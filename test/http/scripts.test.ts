@@ -1,8 +1,24 @@
-// The helpers people run by hand: `npm run receiver` (examples/receiver.mjs) and `npm run token`
-// (scripts/token.mjs), run as processes.
+// The helpers people run by hand: `npm run receiver` (examples/receiver.mjs), `npm run token`
+// (scripts/token.mjs), `npm start`'s local setup (scripts/local-setup.mjs), run as processes.
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import {
+  chmodSync,
+  cpSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  utimesSync,
+  writeFileSync,
+} from 'node:fs';
 import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { Webhook } from 'standardwebhooks';
 import { afterEach, describe, expect, inject, it } from 'vitest';
 import { until } from './receiver';
@@ -154,6 +170,152 @@ describe('npm run receiver', () => {
     const none = spawnSync('node', ['examples/receiver.mjs'], { cwd: root, env, encoding: 'utf8' });
     expect(none.status).toBe(2);
     expect(none.stderr).toContain('Usage: WEBHOOK_SECRET=whsec_... npm run receiver');
+  });
+});
+
+describe("npm start's local setup (scripts/local-setup.mjs)", () => {
+  // A copy of the repository's scripts, migrations and .dev.vars.example, with wrangler replaced
+  // at the process boundary (node_modules/.bin) by a stand-in that records its arguments and
+  // answers the post-deploy script's reads: what is checked is .dev.vars, not D1.
+  const FAKE = `const fs = require('node:fs');
+fs.appendFileSync(process.env.FAKE_LOG, JSON.stringify(process.argv.slice(2)) + '\\n');
+if (process.argv.includes('--json')) process.stdout.write('[{"results":[]},{"results":[]}]');
+`;
+  const KEY = randomBytes(32).toString('base64');
+
+  /** Runs the setup in a fresh copy whose .dev.vars is `devVars` (none: undefined); what it printed and left. */
+  function setup(devVars: string | undefined) {
+    const copy = mkdtempSync(join(tmpdir(), 'nft-webhook-setup-'));
+    try {
+      for (const entry of ['scripts', 'migrations', '.dev.vars.example', 'package.json'])
+        cpSync(join(root, entry), join(copy, entry), { recursive: true });
+      mkdirSync(join(copy, 'node_modules', '.bin'), { recursive: true });
+      const fake = join(copy, 'node_modules', '.bin', 'wrangler');
+      writeFileSync(fake, `#!/usr/bin/env node\n${FAKE}`);
+      chmodSync(fake, 0o755);
+      writeFileSync(join(copy, 'node_modules', 'package.json'), '{"type":"commonjs"}');
+      const file = join(copy, '.dev.vars');
+      if (devVars !== undefined) writeFileSync(file, devVars, { mode: 0o600 });
+      const log = join(copy, 'calls.log');
+      const run = spawnSync(process.execPath, ['scripts/local-setup.mjs'], {
+        cwd: copy,
+        encoding: 'utf8',
+        env: { ...process.env, FAKE_LOG: log },
+      });
+      expect(run.status, `${run.stdout}${run.stderr}`).toBe(0);
+      const calls = readFileSync(log, 'utf8')
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l) as string[]);
+      expect(calls[0]).toEqual(['d1', 'migrations', 'apply', 'DB', '--local']);
+      expect(calls.at(-1)).toEqual(['d1', 'execute', 'DB', '--local', '--file', 'scripts/seed.sql']);
+      return {
+        stdout: run.stdout,
+        devVars: existsSync(file) ? readFileSync(file, 'utf8') : undefined,
+        mode: existsSync(file) ? statSync(file).mode & 0o777 : undefined,
+      };
+    } finally {
+      rmSync(copy, { recursive: true, force: true });
+    }
+  }
+  const keyOf = (devVars = '') => /^WEBHOOK_SECRET_KEY=(.*)$/m.exec(devVars)?.[1];
+
+  it.each([
+    ['a key ring alone (WEBHOOK_SECRET_KEYS, after a rotation)', `JWT_SECRET=x\nWEBHOOK_SECRET_KEYS=local-2:${KEY}\n`],
+    [
+      'a key ring beside an empty WEBHOOK_SECRET_KEY',
+      `JWT_SECRET=x\nWEBHOOK_SECRET_KEY=\nWEBHOOK_SECRET_KEYS="local-2:${KEY}"\n`,
+    ],
+    ['WEBHOOK_SECRET_KEY', `JWT_SECRET=x\nWEBHOOK_SECRET_KEY=${KEY}\n`],
+    ['both', `JWT_SECRET=x\nWEBHOOK_SECRET_KEYS=local-2:${KEY} default:${KEY}\nWEBHOOK_SECRET_KEY=${KEY}\n`],
+  ])('leaves a .dev.vars with %s as it is', (_, devVars) => {
+    const after = setup(devVars);
+    expect(after.devVars).toBe(devVars);
+    expect(after.stdout).not.toContain('WEBHOOK_SECRET_KEY');
+  });
+
+  it.each([
+    ['no key at all', 'JWT_SECRET=x\n'],
+    ['an empty WEBHOOK_SECRET_KEY and an empty ring', 'JWT_SECRET=x\nWEBHOOK_SECRET_KEY=\nWEBHOOK_SECRET_KEYS=\n'],
+  ])('adds a random WEBHOOK_SECRET_KEY to a .dev.vars with %s, and changes nothing else', (_, devVars) => {
+    const after = setup(devVars);
+    expect(after.stdout).toContain('Added a random WEBHOOK_SECRET_KEY to .dev.vars.');
+    expect(after.devVars?.startsWith(devVars)).toBe(true);
+    const added = (after.devVars as string).slice(devVars.length);
+    expect(added).toMatch(/^\n# [^\n]+\nWEBHOOK_SECRET_KEY=[A-Za-z0-9+/]{43}=\n$/);
+    expect(Buffer.from(keyOf(added) as string, 'base64')).toHaveLength(32);
+  });
+
+  it('creates a missing .dev.vars from .dev.vars.example, with a random JWT_SECRET and WEBHOOK_SECRET_KEY, readable by its owner only', () => {
+    const after = setup(undefined);
+    expect(after.stdout).toContain('Created .dev.vars with a random JWT_SECRET and WEBHOOK_SECRET_KEY.');
+    expect(after.mode).toBe(0o600);
+    expect(after.devVars).toMatch(/^JWT_SECRET=[\w-]{64}$/m);
+    expect(Buffer.from(keyOf(after.devVars) as string, 'base64')).toHaveLength(32);
+    expect(after.devVars).not.toMatch(/^WEBHOOK_SECRET_KEYS=/m);
+  });
+});
+
+describe('npm run build:portal (scripts/build-portal.mjs, the [build] command)', () => {
+  it('builds only when a file the last build read has changed, or a file it wrote is gone', () => {
+    // A copy of what the build reads, its files' times kept (a file changed in the second before
+    // a build is read again next time), node_modules shared.
+    const copy = mkdtempSync(join(tmpdir(), 'nft-webhook-portal-build-'));
+    try {
+      for (const entry of ['portal', 'src/core', 'scripts/build-portal.mjs'])
+        cpSync(join(root, entry), join(copy, entry), { recursive: true, preserveTimestamps: true });
+      symlinkSync(join(root, 'node_modules'), join(copy, 'node_modules'));
+      const out = join(copy, 'build', 'assets', 'portal');
+      const build = () => {
+        const run = spawnSync(process.execPath, ['scripts/build-portal.mjs'], { cwd: copy, encoding: 'utf8' });
+        expect(run.status, run.stderr).toBe(0);
+        return run.stdout.trim();
+      };
+      const files = () => Object.fromEntries(readdirSync(out).map((f) => [f, statSync(join(out, f)).mtimeMs]));
+      const BUILT = 'Portal built into build/assets/portal.';
+      const KEPT = 'Portal unchanged since its last build: build/assets/portal kept as it is.';
+      /** Changes `file` as an editor would have a while ago. */
+      const edit = (file: string, change: (text: string) => string) => {
+        const path = join(copy, file);
+        writeFileSync(path, change(readFileSync(path, 'utf8')));
+        const past = new Date(Date.now() - 60_000);
+        utimesSync(path, past, past);
+      };
+
+      expect(build()).toBe(BUILT);
+      const first = files();
+      expect(Object.keys(first).sort()).toEqual([
+        expect.stringMatching(/^app-[\w-]{10}\.js$/),
+        'index.html',
+        expect.stringMatching(/^style-[\w-]{10}\.css$/),
+      ]);
+      expect(build()).toBe(KEPT);
+      expect(files()).toEqual(first);
+
+      // A module of the service the portal imports: read again.
+      edit('src/core/scopes.ts', (t) => `${t}\nexport const ADDED_FOR_THIS_TEST = 'added';\n`);
+      expect(build()).toBe(BUILT);
+      expect(build()).toBe(KEPT);
+      // The page's HTML: read again, and served as changed.
+      edit('portal/index.html', (t) => t.replace('</head>', '<meta name="x-test" content="1"></head>'));
+      expect(build()).toBe(BUILT);
+      expect(readFileSync(join(out, 'index.html'), 'utf8')).toContain('<meta name="x-test" content="1">');
+      // A file it wrote, gone: written again.
+      const script = Object.keys(files()).find((f) => f.startsWith('app-')) as string;
+      rmSync(join(out, script));
+      expect(build()).toBe(BUILT);
+      expect(existsSync(join(out, script))).toBe(true);
+      expect(build()).toBe(KEPT);
+      // A file changed in the second before the build: built, and built again next time.
+      writeFileSync(
+        join(copy, 'portal/src/style.css'),
+        `${readFileSync(join(copy, 'portal/src/style.css'), 'utf8')}\n`,
+      );
+      expect(build()).toBe(BUILT);
+      expect(build()).toBe(BUILT);
+    } finally {
+      rmSync(copy, { recursive: true, force: true });
+    }
   });
 });
 
