@@ -15,7 +15,7 @@ import { eraseStorage, keepRetention, retentionOf } from '../platform/object-set
 import { allowedOrigins } from '../webhooks/url';
 import { ArchiveReader, archivePass, purgeArchive } from './archive';
 import { failedInArchive, historyDelivery, historyEvent, historyPage } from './history';
-import { acceptWatcher, answerPings, tellWatchers, watcherClosed } from './live';
+import { acceptWatcher, answerPings, tellWatchers, watcherClosed, webhookGone } from './live';
 import { sendPlatformDue } from './platform';
 import { WAIT_SECONDS } from './schedule';
 import { type Notices, type Ordering, type SendSettings, sendDue } from './send';
@@ -155,9 +155,11 @@ export class Endpoint extends DurableObject<CloudflareBindings> {
    * The webhook changed in D1 (disabled, deleted, its URL or its signing secret): told by the
    * operation once its write has committed, before it answers. A pass under way reads the webhook
    * again before its next attempt starts, so nothing that starts after the reply sends the old way.
+   * `deleted`: the webhook is gone, and so are the pages watching it (live.ts).
    */
-  async webhookChanged(): Promise<void> {
+  async webhookChanged(deleted = false): Promise<void> {
     this.notices.changes++;
+    if (deleted) webhookGone(this.ctx, true);
     // A FIFO endpoint waits for its head only: a pass now reads whether it still is one.
     if (this.ordering.fifo) await this.workArrived(Date.now());
   }
@@ -178,6 +180,7 @@ export class Endpoint extends DurableObject<CloudflareBindings> {
       const held = countHeld(this.ctx.storage.sql);
       await eraseStorage(this.ctx.storage, ENDPOINT_SCHEMA);
       this.purgedAt = 0;
+      webhookGone(this.ctx, false);
       return held;
     });
     this.sending = run.then(

@@ -168,7 +168,19 @@ export class Application extends DurableObject<CloudflareBindings> {
       if (rows > 0) log('info', { msg: 'value set deleted with its webhook', webhook_id: webhookId, rows });
     }
     if (change.sending && holdsDeliveries(sql, webhookId))
-      await this.env.ENDPOINTS.getByName(webhookId).webhookChanged();
+      await this.env.ENDPOINTS.getByName(webhookId).webhookChanged(change.deleted === true);
+  }
+
+  /**
+   * A page is about to watch the webhook's deliveries (deliveries/live.ts): its endpoint is noted
+   * as one that holds deliveries, so that the webhook's deletion and the application's erasure
+   * reach its watchers, even before its first delivery.
+   */
+  watching(webhookId: string): void {
+    if (this.erasing > 0) throw new Error('the application is being erased');
+    if (this.endpoints.has(webhookId)) return;
+    rememberEndpoints(this.ctx.storage.sql, [webhookId]);
+    this.endpoints.add(webhookId);
   }
 
   /**
