@@ -2,11 +2,15 @@
 // left of it in D1 (webhooks, secrets, Idempotency-Keys), in its objects (events, deliveries,
 // attempts, counters, value sets, alarms) or in R2 (its archives); its audit records stay without
 // URLs or descriptions, with one record of what was erased. A run that dies is finished by the Cron.
+// The platform's operational endpoint keeps nothing of it either: its deliveries there, their
+// attempts, slim rows and archive index go, and nothing of it is archived there again.
 import { createScheduledController, env, runInDurableObject } from 'cloudflare:test';
 import { afterEach, describe, expect, it, vi } from 'vitest';
+import { PLATFORM_ENDPOINT } from '../src/core/operational-settings';
+import { archivePass } from '../src/deliveries/archive';
 import worker from '../src/index';
 import { adminHeaders, applicationAudit, applicationRow, appQuery, callApplication } from './helpers/applications';
-import { applicationOf, applicationSql, deliverDue, endpointOf } from './helpers/objects';
+import { applicationOf, applicationSql, deliverDue, endpointOf, endpointSql } from './helpers/objects';
 import { receiver } from './helpers/receiver';
 import { expectApplicationFail, expectEnvelope, expectSuccess, expectValue } from './helpers/replies';
 import { del, eventRequest, fetchWith, post, postJson, publishEvent, registerWebhook } from './helpers/requests';
@@ -93,6 +97,76 @@ async function populated(app: string) {
   return { webhooks: [described.id, keyedId, deleted.id], prefix };
 }
 
+/**
+ * Operational events of `app` at the platform's operational endpoint, as it keeps them: each made
+ * `minutesAgo`, attempted `attempts` times, ending `status`. Returns their message ids.
+ */
+async function operationalOf(app: string, deliveries: { status: string; attempts: number }[]) {
+  const platform = endpointOf(PLATFORM_ENDPOINT);
+  const created = new Date(Date.now() - 3_600_000).toISOString();
+  const ids: string[] = [];
+  for (const [i, d] of deliveries.entries()) {
+    const id = `evt_${app}_${i}`;
+    await platform.handOverOperational({
+      event_id: id,
+      message_id: id,
+      app_id: app,
+      type: 'endpoint.disabled',
+      payload: JSON.stringify({ type: 'endpoint.disabled', data: { app_id: app } }),
+      created_at: created,
+    });
+    for (let n = 1; n <= d.attempts; n++) {
+      await endpointSql(
+        PLATFORM_ENDPOINT,
+        `INSERT INTO delivery_attempts (delivery_id, attempt, attempted_at, status, error, duration_ms, body)
+         SELECT delivery_id, ?2, ?3, 500, NULL, 5, 'no' FROM deliveries WHERE message_id = ?1`,
+        id,
+        n,
+        created,
+      );
+    }
+    await endpointSql(
+      PLATFORM_ENDPOINT,
+      `UPDATE deliveries SET status = ?2, attempts = ?3, last_attempt_at = ?4,
+         next_attempt_at = CASE WHEN ?2 = 'pending' THEN ?5 ELSE NULL END WHERE message_id = ?1`,
+      id,
+      d.status,
+      d.attempts,
+      created,
+      new Date(Date.now() + 3_600_000).toISOString(),
+    );
+    ids.push(id);
+  }
+  // Only this test's passes run there.
+  await runInDurableObject(platform, (_, state) => state.storage.deleteAlarm());
+  return ids;
+}
+
+/** One archiving pass of the platform's endpoint, of what ended before now; how many moved. */
+const archiveOperational = () =>
+  runInDurableObject(
+    endpointOf(PLATFORM_ENDPOINT),
+    async (_, state) =>
+      (await archivePass(state.storage, env.HISTORY, PLATFORM_ENDPOINT, new Date().toISOString())).moved,
+  );
+
+/** What the platform's endpoint holds of `app`: its deliveries, their attempts, archive index and slim rows. */
+async function operationalHeld(app: string) {
+  const prefix = `${encodeURIComponent(app)}/`;
+  const [row] = await endpointSql<Record<string, number>>(
+    PLATFORM_ENDPOINT,
+    `SELECT (SELECT COUNT(*) FROM deliveries WHERE app_id = ?1) AS deliveries,
+       (SELECT COUNT(*) FROM delivery_attempts WHERE delivery_id IN
+          (SELECT delivery_id FROM deliveries WHERE app_id = ?1)) AS attempts,
+       (SELECT COUNT(*) FROM archive_objects WHERE substr(key, 1, length(?2)) = ?2) AS objects,
+       (SELECT COUNT(*) FROM archived WHERE object_id IN
+          (SELECT object_id FROM archive_objects WHERE substr(key, 1, length(?2)) = ?2)) AS archived`,
+    app,
+    prefix,
+  );
+  return { ...row, r2: await archiveKeys(prefix) };
+}
+
 describe('DELETE /v1.0/platform/nft/application', () => {
   it('answers 202 and erases everything the service holds for the application, keeping its audit without URLs', async () => {
     const app = freshApp();
@@ -144,6 +218,118 @@ describe('DELETE /v1.0/platform/nft/application', () => {
     expect(Date.parse(value.erased_at as string)).toBeGreaterThanOrEqual(
       Date.parse(value.erasure_requested_at as string),
     );
+  });
+
+  it("erases its rows at the platform's operational endpoint, counted, and nothing of it is archived there again", async () => {
+    const app = freshApp();
+    const other = freshApp();
+    const platform = endpointOf(PLATFORM_ENDPOINT);
+    // Two delivered and archived, one ended (failed, still hot), one pending; the other
+    // application's: one archived, one pending.
+    await operationalOf(app, [
+      { status: 'succeeded', attempts: 1 },
+      { status: 'succeeded', attempts: 1 },
+    ]);
+    await operationalOf(other, [{ status: 'succeeded', attempts: 1 }]);
+    while ((await archiveOperational()) > 0);
+    await operationalOf(app, [
+      { status: 'failed', attempts: 2 },
+      { status: 'pending', attempts: 1 },
+    ]);
+    await operationalOf(other, [{ status: 'pending', attempts: 1 }]);
+    const before = await operationalHeld(app);
+    expect(before).toMatchObject({ deliveries: 2, attempts: 3, objects: 1, archived: 2 });
+    expect(before.r2).toHaveLength(1);
+    const otherBefore = await operationalHeld(other);
+    expect(otherBefore).toMatchObject({ deliveries: 1, attempts: 1, objects: 1, archived: 1 });
+
+    await expectEnvelope(await erase(app), 202, 0, 'success');
+
+    expect(await operationalHeld(app)).toEqual({ deliveries: 0, attempts: 0, objects: 0, archived: 0, r2: [] });
+    expect(await operationalHeld(other)).toEqual(otherBefore);
+    // What was erased there is counted: its two hot deliveries and their three attempts, its one
+    // archive object.
+    expect((await read(app)).counts).toEqual({
+      webhooks: 0,
+      idempotency_keys: 0,
+      audit_records: 0,
+      events: 0,
+      deliveries: 2,
+      attempts: 3,
+      values: 0,
+      archives: 1,
+    });
+    // The platform's endpoint sends and archives on: nothing of the erased application is written.
+    await platform.deliverDue();
+    await runInDurableObject(platform, (_, state) => state.storage.deleteAlarm());
+    while ((await archiveOperational()) > 0);
+    expect(await operationalHeld(app)).toEqual({ deliveries: 0, attempts: 0, objects: 0, archived: 0, r2: [] });
+    // The other application's archived delivery still reads from the platform's log.
+    const [kept] = await endpointSql<{ key: string }>(
+      PLATFORM_ENDPOINT,
+      'SELECT key FROM archive_objects WHERE substr(key, 1, length(?1)) = ?1',
+      `${encodeURIComponent(other)}/`,
+    );
+    expect(await env.HISTORY.head(kept!.key)).not.toBeNull();
+  });
+
+  it('waits for an operational event being made in its object: nothing of it reaches the platform after', async () => {
+    const app = freshApp();
+    receiver();
+    const hook = await registerWebhook(app);
+    // The object makes the event with the platform's endpoint set, its read of D1 held back.
+    let release = () => {};
+    const held = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    let reads = 0;
+    const db = {
+      prepare: (query: string) => {
+        const statement = env.DB.prepare(query);
+        return {
+          bind: (...values: unknown[]) => {
+            const bound = statement.bind(...values);
+            return {
+              all: async () => {
+                reads++;
+                await held;
+                return bound.all();
+              },
+            };
+          },
+        };
+      },
+    };
+    await runInDurableObject(applicationOf(app), (instance) => {
+      const object = instance as unknown as { env: CloudflareBindings };
+      object.env = {
+        ...object.env,
+        DB: db,
+        OPERATIONAL_WEBHOOK_URL: 'https://ops.platform.example.com/operational',
+        OPERATIONAL_WEBHOOK_SECRET: `whsec_${btoa('platform-operational-secret-0123')}`,
+      } as unknown as CloudflareBindings;
+    });
+    vi.spyOn(console, 'error').mockImplementation(() => {});
+    const told = applicationOf(app).operational([
+      { appId: app, webhookId: hook.id, type: 'secret.rotated', data: { webhook_id: hook.id, expires_at: null } },
+    ]);
+    for (let i = 0; i < 100 && reads === 0; i++) await new Promise((r) => setTimeout(r, 10));
+    expect(reads).toBe(1);
+    const erased = erase(app);
+    // The erasure reaches the object (and waits there), or, were it not to wait, ends.
+    for (let i = 0; i < 200; i++) {
+      const erasing = await runInDurableObject(
+        applicationOf(app),
+        (instance) => (instance as unknown as { erasing: number }).erasing,
+      );
+      if (erasing > 0 || (await applicationRow(app))?.erased_at) break;
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    release();
+    await told;
+    await expectEnvelope(await erased, 202, 0, 'success');
+    expect((await read(app)).erased).toBe(true);
+    expect(await operationalHeld(app)).toEqual({ deliveries: 0, attempts: 0, objects: 0, archived: 0, r2: [] });
   });
 
   it('is harmless a second time: 202, nothing more deleted, the counts kept', async () => {

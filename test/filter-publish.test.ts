@@ -128,6 +128,41 @@ describe('publishing with filters', () => {
     expect(await receiversOf(d, [byType.id, owners.id])).toEqual([]);
   });
 
+  it("$in_set looks in the webhook's own set: of two webhooks with different sets, only the one holding the value", async () => {
+    const app = freshApp();
+    receiver(() => new Response('ok'));
+    const filter = { 'data.owner': { $in_set: true } };
+    const a = await registerWebhook(app, { url: `https://${app}.example.com/a`, filter });
+    const b = await registerWebhook(app, { url: `https://${app}.example.com/b`, filter });
+    await addValues(app, a.id, ['owner-a', 'both']);
+    await addValues(app, b.id, ['owner-b', 'both']);
+    const onlyA = await publish(app, 'NEW_NFT', { owner: 'owner-a' });
+    const onlyB = await publish(app, 'NEW_NFT', { owner: 'owner-b' });
+    const inBoth = await publish(app, 'NEW_NFT', { owner: 'both' });
+    const inNone = await publish(app, 'NEW_NFT', { owner: 'owner-c' });
+    expect(await receiversOf(onlyA, [a.id, b.id])).toEqual([a.id]);
+    expect(await receiversOf(onlyB, [a.id, b.id])).toEqual([b.id]);
+    expect(await receiversOf(inBoth, [a.id, b.id])).toEqual([a.id, b.id]);
+    expect(await receiversOf(inNone, [a.id, b.id])).toEqual([]);
+    // A trial of each webhook's filter answers the same.
+    const trial = async (webhookId: string, owner: string) =>
+      (
+        await expectValue<{ matches: boolean }>(
+          (
+            await postJson(
+              'filter/test',
+              { webhook_id: webhookId, event: { type: 'NEW_NFT', data: { owner } } },
+              bearer(await tokenFor(app)),
+            )
+          ).res,
+        )
+      ).value.matches;
+    expect(await trial(b.id, 'owner-a')).toBe(false);
+    expect(await trial(a.id, 'owner-a')).toBe(true);
+    expect(await trial(a.id, 'owner-b')).toBe(false);
+    expect(await trial(b.id, 'owner-b')).toBe(true);
+  });
+
   it('a webhook without a filter receives exactly what it did, and filtered-out events are still stored', async () => {
     const app = freshApp();
     receiver(() => new Response('ok'));

@@ -275,6 +275,43 @@ describe('hot and cold', () => {
   });
 });
 
+describe('retention inside an object', () => {
+  it('a cut-off within one R2 object keeps it: its later deliveries still read, its earlier slim rows go', async () => {
+    const { app, hook, ids } = await history();
+    await archive(hook.id);
+    const [object] = await objectsOf(app);
+    const archived = await endpointSql<{ id: string; created: number }>(
+      hook.id,
+      'SELECT CAST(delivery_id AS TEXT) AS id, created FROM archived ORDER BY delivery_id',
+    );
+    expect(archived.map((a) => a.id)).toEqual(ids.slice(0, 4));
+    // Between the second and the third delivery of the object.
+    const [, second, third] = archived;
+    expect((second?.created as number) < (third?.created as number)).toBe(true);
+    const cut = (second?.created as number) + 1;
+    const purged = await runInDurableObject(endpointOf(hook.id), (_i, state) =>
+      purgeArchive(state.storage, env.HISTORY, cut, 1000),
+    );
+    expect(purged).toEqual({ rows: 2, objects: 0 });
+    expect(await objectsOf(app)).toEqual([object]);
+    expect(await endpointSql(hook.id, 'SELECT key FROM archive_objects')).toEqual([{ key: object }]);
+    expect(await archivedIds(hook.id)).toEqual(ids.slice(2, 4));
+    const headers = bearer(await tokenFor(app));
+    for (const id of ids.slice(2, 4)) {
+      const { value } = await expectValue<{ attempt_log: unknown[]; payload: string }>(
+        await readLog(`delivery_id=${id}`, headers),
+        200,
+        { usedD1: false },
+      );
+      expect(value.attempt_log.length).toBeGreaterThan(0);
+      expect(JSON.parse(value.payload).type).toBe('NEW_NFT');
+    }
+    // Newest first: the pending one (hot), then the two archived after the cut-off.
+    const page = await valueText(await readLog(`webhook_id=${hook.id}`, headers));
+    expect(idsIn(page)).toEqual([ids[4], ids[3], ids[2]]);
+  });
+});
+
 describe('an Endpoint written by the release before (version 1: every delivery hot)', () => {
   it('takes the archive’s step, then archives its deliveries over time, a bounded batch an alarm, nothing lost', async () => {
     const app = freshApp();

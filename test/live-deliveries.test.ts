@@ -2,14 +2,16 @@
 // WebSocket on the webhook's endpoint object once the token (in the `bearer.<token>` subprotocol
 // or the Authorization header) and the webhook's owner are checked; the object tells its watchers
 // of each delivery handed over and each attempt recorded, also after it was evicted with the
-// sockets hibernated, and refuses a 21st watcher with close code 4429.
+// sockets hibernated, and refuses a 21st watcher with close code 4429. Once the webhook is deleted,
+// or its application erased, every watcher is closed with 4404 (and one that comes late too).
 import { evictDurableObject, runInDurableObject, SELF } from 'cloudflare:test';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { LIVE_PATH } from '../src/deliveries/routes';
+import { adminHeaders, appQuery, callApplication } from './helpers/applications';
 import { endpointOf, endpointSql, storedAttempts, storedDelivery } from './helpers/objects';
 import { receiver } from './helpers/receiver';
-import { expectInvalidToken, expectQueryFail, expectValue } from './helpers/replies';
-import { ORIGIN, postJson, publishEvent, registerWebhook } from './helpers/requests';
+import { expectEnvelope, expectInvalidToken, expectQueryFail, expectSuccess, expectValue } from './helpers/replies';
+import { del, ORIGIN, postJson, publishEvent, registerWebhook } from './helpers/requests';
 import { bearer, freshApp, tokenFor } from './helpers/tokens';
 
 const PROTOCOL = 'nft-webhook.live';
@@ -63,6 +65,13 @@ async function until<T>(what: string, check: () => T | undefined | false, timeou
     await new Promise((r) => setTimeout(r, 20));
   }
 }
+
+/** The endpoint's sockets still open (a refused one is closing). */
+const openWatchers = (webhookId: string) =>
+  runInDurableObject(
+    endpointOf(webhookId),
+    (_, state) => state.getWebSockets().filter((ws) => ws.readyState === WebSocket.OPEN).length,
+  );
 
 const parsed = (messages: string[]) =>
   messages.filter((m) => m !== 'pong').map((m) => JSON.parse(m) as { change: string; delivery_ids: number[] });
@@ -137,14 +146,14 @@ describe('live deliveries: the upgrade', () => {
     const [close] = await until('the close', () => refused.closed.length > 0 && refused.closed);
     expect(close).toEqual({ code: 4429, reason: 'too many open pages for this webhook' });
     expect(open.every((w) => w.closed.length === 0)).toBe(true);
-    expect(await runInDurableObject(endpointOf(id), (_, state) => state.getWebSockets().length)).toBe(20);
+    expect(await openWatchers(id)).toBe(20);
     // One page leaves: a new one is accepted.
     open[0]?.ws.close(1000, 'left');
     await until('the close answered', () => open[0]?.closed.length === 1);
     const next = await watch(id, token);
     await new Promise((r) => setTimeout(r, 200));
     expect(next.closed).toEqual([]);
-    expect(await runInDurableObject(endpointOf(id), (_, state) => state.getWebSockets().length)).toBe(20);
+    expect(await openWatchers(id)).toBe(20);
   });
 });
 
@@ -230,5 +239,81 @@ describe('live deliveries: what the object tells', () => {
       deliveryIds.flatMap((d) => [Number(d), Number(d)]),
     );
     expect(elsewhere.messages).toEqual([]);
+  });
+});
+
+describe('live deliveries: the webhook gone', () => {
+  const GONE = { code: 4404, reason: 'this webhook was deleted' };
+
+  it.each([
+    ['never had a delivery', false],
+    ['had deliveries', true],
+  ])('DELETE of a webhook that %s closes its watchers with 4404; ping is no longer answered', async (_, delivered) => {
+    const app = freshApp();
+    const id = await register(app);
+    receiver(() => new Response('ok'));
+    const token = await tokenFor(app);
+    const watchers = [await watch(id, token), await watch(id, token)];
+    if (delivered) {
+      await publishEvent(app);
+      await until('the delivery told', () => parsed(watchers[0]!.messages).length >= 2);
+    }
+    await evictDurableObject(endpointOf(id));
+    await expectSuccess(await del(`webhook_id=${id}`, bearer(token)));
+    for (const w of watchers) expect(await until('the close', () => w.closed.length > 0 && w.closed)).toEqual([GONE]);
+    try {
+      watchers[0]!.ws.send('ping');
+    } catch {
+      // Closed: nothing can be sent.
+    }
+    await new Promise((r) => setTimeout(r, 200));
+    expect(watchers[0]!.messages).not.toContain('pong');
+    expect(await openWatchers(id)).toBe(0);
+    // A page that comes after: D1 says the webhook is gone.
+    await expectQueryFail(await upgrade(id, protocols(token)), 404);
+  });
+
+  it('an upgrade that reaches the object after the deletion was told to it is closed with 4404 at once', async () => {
+    const app = freshApp();
+    const id = await register(app);
+    const token = await tokenFor(app);
+    // Its endpoint noted as watched (as an upgrade notes it), then the webhook deleted.
+    const early = await watch(id, token);
+    early.ws.close(1000, 'left');
+    await until('the close answered', () => early.closed.length > 0);
+    await expectSuccess(await del(`webhook_id=${id}`, bearer(token)));
+    const res = await endpointOf(id).fetch(new Request('https://endpoint/live', { headers: { upgrade: 'websocket' } }));
+    expect(res.status).toBe(101);
+    const ws = res.webSocket as WebSocket;
+    const closed: { code: number; reason: string }[] = [];
+    ws.addEventListener('close', (e) => {
+      closed.push({ code: e.code, reason: e.reason });
+    });
+    ws.accept();
+    expect(await until('the close', () => closed.length > 0 && closed)).toEqual([GONE]);
+  });
+
+  it("the application's erasure closes the watchers of each of its webhooks with 4404", async () => {
+    const app = freshApp();
+    const other = freshApp();
+    const first = await register(app);
+    const second = (await registerWebhook(app, { url: `https://${app}.example.com/second` })).id;
+    used.add(second);
+    const kept = await register(other);
+    receiver(() => new Response('ok'));
+    const token = await tokenFor(app);
+    const watchers = [await watch(first, token), await watch(second, token)];
+    const elsewhere = await watch(kept, await tokenFor(other));
+    await publishEvent(app);
+    await until('the delivery told', () => parsed(watchers[0]!.messages).length >= 2);
+    const res = await callApplication('DELETE', await adminHeaders(), { query: appQuery(app) });
+    await expectEnvelope(res, 202, 0, 'success');
+    for (const w of watchers) expect(await until('the close', () => w.closed.length > 0 && w.closed)).toEqual([GONE]);
+    expect(await openWatchers(first)).toBe(0);
+    expect(await openWatchers(second)).toBe(0);
+    // Another application's watcher stays, and is answered.
+    elsewhere.ws.send('ping');
+    await until('pong', () => elsewhere.messages.includes('pong'));
+    expect(elsewhere.closed).toEqual([]);
   });
 });

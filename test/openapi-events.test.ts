@@ -136,6 +136,7 @@ describe('docs/openapi.json: publishing an event', () => {
       event({ type: '' }),
       event({ type: 'a'.repeat(65) }),
       event({ type: 'nft-minted' }),
+      event({ type: 'endpoint.failing' }),
       event({ type: 'nft.minted\n' }),
       event({ type: ['nft.minted'] }),
       event({}, 'data'),

@@ -159,6 +159,8 @@ describe('docs/openapi.json: sending a test event', () => {
       `{"webhook_id": ${id}, "type": ""}`,
       `{"webhook_id": ${id}, "type": "${'a'.repeat(65)}"}`,
       `{"webhook_id": ${id}, "type": "nft minted"}`,
+      `{"webhook_id": ${id}, "type": "endpoint.disabled"}`,
+      `{"webhook_id": ${id}, "type": "secret.rotated"}`,
       `{"webhook_id": ${id}, "type": "nft-minted"}`,
       `{"webhook_id": ${id}, "type": "nft.minted\\n"}`,
       `{"webhook_id": ${id}, "type": 5}`,

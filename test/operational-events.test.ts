@@ -10,7 +10,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { OPERATIONAL_TYPES } from '../src/core/event-types';
 import { PLATFORM_ENDPOINT } from '../src/core/operational-settings';
 import { alertsAfter } from '../src/deliveries/alerts';
-import { applicationOf, deliverDue, endpointOf, endpointSql, makeDue } from './helpers/objects';
+import { applicationOf, applicationSql, deliverDue, endpointOf, endpointSql, makeDue } from './helpers/objects';
 import { consume, EVENTS_QUEUE } from './helpers/queues';
 import { type Received, receiver } from './helpers/receiver';
 import { expectEventFail, expectSuccess, expectValue } from './helpers/replies';
@@ -108,6 +108,23 @@ describe('endpoint.disabled', () => {
     expect(await typesAt(everything.id)).toEqual(['NEW_NFT']);
     expect(await typesAt(dying.id)).toEqual(['NEW_NFT']);
     expect(await typesAt(other.id)).toEqual([]);
+  });
+
+  it("never reaches another application's webhook that names the type; the application's own listener hears it", async () => {
+    const app = freshApp();
+    const other = freshApp();
+    const got = receivers((host) => new Response(null, { status: host.startsWith('dying.') ? 410 : 200 }));
+    const dying = await hookAt(app, 'dying', ['NEW_NFT']);
+    const listener = await hookAt(app, 'listener', ['endpoint.disabled']);
+    const elsewhere = await hookAt(other, 'listener', ['endpoint.disabled']);
+    await publishEvent(app);
+    await deliverDue(dying.id);
+    await deliverDue(listener.id, elsewhere.id);
+    expect(verified(got(listener.host), listener.secret).map((e) => e.body.type)).toEqual(['endpoint.disabled']);
+    expect(await typesAt(listener.id)).toEqual(['endpoint.disabled']);
+    expect(got(elsewhere.host)).toEqual([]);
+    expect(await typesAt(elsewhere.id)).toEqual([]);
+    expect(await applicationSql(other, 'SELECT event_id FROM events')).toEqual([]);
   });
 
   it('failing for AUTO_DISABLE_AFTER_HOURS: "failing"', async () => {

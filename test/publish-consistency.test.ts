@@ -9,6 +9,7 @@ import { eventToStore, parseEvent } from '../src/events/event';
 import { publishToSubscribers } from '../src/events/fan-out';
 import { readSubscribers, type SubscribersRead } from '../src/webhooks/store/subscribers';
 import { deliveriesOfEvent } from './helpers/objects';
+import { receiver } from './helpers/receiver';
 import { expectValue } from './helpers/replies';
 import { del, fetchAndWait, ORIGIN, PATH, put, registerWebhook } from './helpers/requests';
 import { bearer, freshApp, tokenFor } from './helpers/tokens';
@@ -85,6 +86,23 @@ describe('a webhook change that has answered applies to every event stored after
     expect((await del(`webhook_id=${gone}`, token)).status).toBe(200);
     const made = (await registerWebhook(app, { url: `https://${app}.example.com/new` })).id;
     expect(await publishWith(stale, app, [off, on, gone, made])).toEqual([on, made]);
+  });
+
+  it('told to a warm object (one that has published already): a stale publish still reads again', async () => {
+    const app = freshApp();
+    receiver();
+    const hook = (await registerWebhook(app, { event_types: ['NEW_NFT'] })).id;
+    const other = (await registerWebhook(app, { url: `https://${app}.example.com/other`, event_types: ['NFT_SOLD'] }))
+      .id;
+    // The object publishes first: it has read the newest change it was told, and keeps it.
+    expect(await publishWith(await read(app), app, [hook, other], 'NEW_NFT')).toEqual([hook]);
+    const stale = await read(app);
+    await patch(app, { webhook_id: hook, event_types: ['NFT_SOLD'] });
+    await patch(app, { webhook_id: other, event_types: ['NEW_NFT'] });
+    expect(
+      await rereads(async () => expect(await publishWith(stale, app, [hook, other], 'NEW_NFT')).toEqual([other])),
+    ).toBe(1);
+    expect(await publishWith(stale, app, [hook, other], 'NFT_SOLD')).toEqual([hook]);
   });
 
   it('a publish that read after the change reads nothing again; one that read before reads once', async () => {

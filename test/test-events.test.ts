@@ -1,6 +1,7 @@
 // Test events: POST /v1.0/app/nft/webhook/test sends a signed test event to one webhook.
 import { Webhook as StandardWebhook } from 'standardwebhooks';
 import { afterEach, describe, expect, it, vi } from 'vitest';
+import { OPERATIONAL_TYPES } from '../src/core/event-types';
 import { appState } from './helpers/app-state';
 import { insertWebhook } from './helpers/database';
 import { deliverDue, storedDelivery } from './helpers/objects';
@@ -76,6 +77,24 @@ describe('POST /v1.0/app/nft/webhook/test', () => {
     await expectEventFail((await postJson('test', {}, headers)).res, 400);
     expect(await count()).toEqual(before);
   });
+});
+
+describe('test events of the operational types', () => {
+  it.each(OPERATIONAL_TYPES)(
+    '%s is refused as publishing refuses it: 400, 64064, nothing stored or sent',
+    async (type) => {
+      const app = freshApp();
+      const hook = await registerWebhook(app, { event_types: [type] });
+      const { requests } = receiver();
+      const before = await appState(app);
+      const { res } = await postJson('test', { webhook_id: hook.id, type }, bearer(await tokenFor(app)));
+      expect(res.headers.get('x-error-detail')).toBe(`type ${type} is reserved for the service's operational events`);
+      await expectEventFail(res, 400);
+      await deliverDue(hook.id);
+      expect(await appState(app)).toEqual(before);
+      expect(requests).toEqual([]);
+    },
+  );
 });
 
 describe('an invalid delivery setting', () => {

@@ -1,13 +1,17 @@
 // Live deliveries on the endpoint's page: a WebSocket to the service (api.ts liveSocket) that says
 // when the webhook's deliveries change, so the page reads them again at once. A page refused
 // because too many are open refreshes every 10 seconds instead; a lost connection is opened again,
-// after 1, 2, 4 ... up to 30 seconds, and the page then reads what it missed.
+// after 1, 2, 4 ... up to 30 seconds, and the page then reads what it missed. Closed because the
+// webhook was deleted, it says so and opens none again.
 import { useEffect, useRef, useState } from 'hono/jsx/dom';
-import { TOO_MANY_WATCHERS } from '../../src/core/live';
+import { TOO_MANY_WATCHERS, WEBHOOK_GONE } from '../../src/core/live';
 import { liveSocket } from './api';
 
-/** `live`: told of changes as they happen; `connecting`: (re)opening; `polling`: refused, refreshing. */
-export type LiveState = 'connecting' | 'live' | 'polling';
+/**
+ * `live`: told of changes as they happen; `connecting`: (re)opening; `polling`: refused, refreshing;
+ * `deleted`: the webhook was deleted, nothing more comes.
+ */
+export type LiveState = 'connecting' | 'live' | 'polling' | 'deleted';
 
 const POLL_MS = 10_000;
 /** A ping now and then keeps the connection from looking idle (the service answers it without waking). */
@@ -72,6 +76,10 @@ export function useLive(id: string | null, changed: () => void): LiveState {
           poll = setInterval(changed, POLL_MS);
           return;
         }
+        if (e.code === WEBHOOK_GONE) {
+          setState('deleted');
+          return;
+        }
         setState('connecting');
         const delay = Math.min(MAX_BACKOFF_MS, 1000 * 2 ** failures);
         failures++;
@@ -99,4 +107,5 @@ export const LIVE_TEXT: Record<LiveState, string> = {
   live: 'Live: new deliveries and attempts appear as they happen.',
   connecting: 'Connecting for live updates…',
   polling: 'Too many pages are watching this endpoint: this one refreshes every 10 seconds.',
+  deleted: 'No live updates: this webhook was deleted.',
 };

@@ -1,12 +1,10 @@
 // An application's archives in R2 (the HISTORY bucket): every object whose key starts with its
 // encoded id and a slash.
 import { chunks } from '../core/batches';
+import { archivePrefix } from '../deliveries/archive';
 
 /** The most keys R2 deletes in one call. */
 const DELETE_AT_ONCE = 1000;
-
-/** The prefix of every archive object of the application. */
-export const archivePrefix = (appId: string) => `${encodeURIComponent(appId)}/`;
 
 /** Deletes every archive object of the application, page by page; returns how many went. */
 export async function deleteArchives(bucket: R2Bucket, appId: string): Promise<number> {

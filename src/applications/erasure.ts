@@ -3,6 +3,7 @@
 // every minute), and two runs at once do no harm.
 import type { Context } from 'hono';
 import { log } from '../core/log';
+import { PLATFORM_ENDPOINT } from '../core/operational-settings';
 import type { AppEnv } from '../http/app-env';
 import { requestId, success } from '../http/envelope';
 import { appIdField, queryOf, single } from '../http/params';
@@ -35,15 +36,20 @@ export async function eraseApplication(c: Context<AppEnv>): Promise<Response> {
 /**
  * Erases the application: its webhooks, secrets and Idempotency-Keys (in D1, first: publishing
  * then reaches none of its webhooks), its objects' events, deliveries, attempts, counters and
- * value sets, its archives in R2; then records it done, with the counts, in its audit record.
+ * value sets, what the platform's operational endpoint holds of it (its operational events'
+ * deliveries, their attempts and archive index), its archives in R2; then records it done, with
+ * the counts, in its audit record.
  */
 export async function finishErasure(env: CloudflareBindings, appId: string): Promise<void> {
   await retryD1(() => eraseInD1(env.DB, appId));
   const objects = await env.APPLICATIONS.getByName(appId).erase();
   await retryD1(() => countErased(env.DB, appId, objects));
+  // After its own objects: none of them tells the platform of anything any more.
+  const operational = await env.ENDPOINTS.getByName(PLATFORM_ENDPOINT).eraseApplication(appId);
+  await retryD1(() => countErased(env.DB, appId, operational));
   const archives = await deleteArchives(env.HISTORY, appId);
   await retryD1(() => finishErasureInD1(env.DB, appId, { archives }));
-  log('info', { msg: 'application erased', ...objects, archives });
+  log('info', { msg: 'application erased', ...objects, operational, archives });
 }
 
 /** The Cron Trigger's part: finishes the erasures under way (a few per run); returns how many. */

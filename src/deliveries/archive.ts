@@ -13,12 +13,17 @@ const ARCHIVE_BATCH_BYTES = 4 * 1024 * 1024;
 const CACHED_OBJECTS = 4;
 
 /**
- * The R2 key of an object of the archive: its application (URI-encoded), its webhook, then the
- * first and last delivery id it holds. Every object of an application's archive starts with
- * `<app>/<webhook>/`, so its archive is found, and erased, by that prefix.
+ * The prefix of every archive object of the application: its id (URI-encoded) and a slash. Its
+ * archive is found, and erased, by it (the platform's operational endpoint's objects included).
+ */
+export const archivePrefix = (appId: string) => `${encodeURIComponent(appId)}/`;
+
+/**
+ * The R2 key of an object of the archive: its application's prefix, its webhook, then the first
+ * and last delivery id it holds.
  */
 export const archiveKey = (appId: string, webhookId: string, firstId: string, lastId: string) =>
-  `${encodeURIComponent(appId)}/${webhookId}/${firstId}-${lastId}.ndjson.gz`;
+  `${archivePrefix(appId)}${webhookId}/${firstId}-${lastId}.ndjson.gz`;
 
 /** The object's body: one delivery a line (JSON), the lines gzip-compressed. */
 async function compress(deliveries: ArchivedDelivery[]): Promise<ArrayBuffer> {

@@ -13,9 +13,9 @@ import { nextDeliveryId } from '../events/store/delivery-ids';
 import { startWithSchema } from '../platform/object-schema';
 import { eraseStorage, keepRetention, retentionOf } from '../platform/object-settings';
 import { allowedOrigins } from '../webhooks/url';
-import { ArchiveReader, archivePass, purgeArchive } from './archive';
+import { ArchiveReader, archivePass, archivePrefix, purgeArchive } from './archive';
 import { failedInArchive, historyDelivery, historyEvent, historyPage } from './history';
-import { acceptWatcher, answerPings, tellWatchers, watcherClosed } from './live';
+import { acceptWatcher, answerPings, tellWatchers, watcherClosed, webhookGone } from './live';
 import { sendPlatformDue } from './platform';
 import { WAIT_SECONDS } from './schedule';
 import { type EndpointState, type HostTold, type Notices, type Ordering, type SendSettings, sendDue } from './send';
@@ -28,7 +28,7 @@ import {
   type HourCounts,
   readHourCounts,
 } from './store/log';
-import { countHeld, oldestCreated, purgeDeliveries } from './store/retention';
+import { countHeld, eraseApplicationRows, oldestCreated, purgeDeliveries } from './store/retention';
 import { ENDPOINT_SCHEMA } from './store/schema';
 import {
   endpointWebhook,
@@ -162,9 +162,11 @@ export class Endpoint extends DurableObject<CloudflareBindings> {
    * The webhook changed in D1 (disabled, deleted, its URL or its signing secret): told by the
    * operation once its write has committed, before it answers. A pass under way reads the webhook
    * again before its next attempt starts, so nothing that starts after the reply sends the old way.
+   * `deleted`: the webhook is gone, and so are the pages watching it (live.ts).
    */
-  async webhookChanged(): Promise<void> {
+  async webhookChanged(deleted = false): Promise<void> {
     this.notices.changes++;
+    if (deleted) webhookGone(this.ctx, true);
     // A FIFO endpoint waits for its head only: a pass now reads whether it still is one.
     if (this.ordering.fifo) await this.workArrived(Date.now());
   }
@@ -186,12 +188,28 @@ export class Endpoint extends DurableObject<CloudflareBindings> {
    * pass under way; returns what went. A second call finds nothing.
    */
   erase(): Promise<{ deliveries: number; attempts: number }> {
-    const run = this.sending.then(async () => {
+    return this.afterPasses(async () => {
       const held = countHeld(this.ctx.storage.sql);
       await eraseStorage(this.ctx.storage, ENDPOINT_SCHEMA);
       this.purgedAt = 0;
+      webhookGone(this.ctx, false);
       return held;
     });
+  }
+
+  /**
+   * The platform's operational endpoint (PLATFORM_ENDPOINT) only: erases what it holds of an
+   * application being erased (its deliveries, their attempts, its archived ones' slim rows and
+   * index; their R2 objects go with the rest of its archive), after any pass under way, so that no
+   * pass archives them again. Returns what went; a second call finds nothing.
+   */
+  eraseApplication(appId: string): Promise<{ deliveries: number; attempts: number }> {
+    return this.afterPasses(() => eraseApplicationRows(this.ctx.storage, appId, archivePrefix(appId)));
+  }
+
+  /** Runs `work` after the sending pass under way, if any; no pass starts before it ends. */
+  private afterPasses<T>(work: () => T | Promise<T>): Promise<T> {
+    const run = this.sending.then(work);
     this.sending = run.then(
       () => {},
       () => {},

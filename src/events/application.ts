@@ -56,6 +56,8 @@ export class Application extends DurableObject<CloudflareBindings> {
   private readonly handing = new Map<string, Promise<void>>();
   /** The newest webhook change told (store/changes.ts), once read in this instance. */
   private changed: number | undefined;
+  /** Operational events being made here (see operational). */
+  private readonly telling = new Set<Promise<void>>();
   /** Erasures under way (two runs may overlap): publishes are refused meanwhile (their senders try again). */
   private erasing = 0;
   /** The endpoints' numbers known committed (a number, once given, never changes until an erasure). */
@@ -195,7 +197,19 @@ export class Application extends DurableObject<CloudflareBindings> {
       if (rows > 0) log('info', { msg: 'value set deleted with its webhook', webhook_id: webhookId, rows });
     }
     if (change.sending && holdsDeliveries(sql, webhookId))
-      await this.env.ENDPOINTS.getByName(webhookId).webhookChanged();
+      await this.env.ENDPOINTS.getByName(webhookId).webhookChanged(change.deleted === true);
+  }
+
+  /**
+   * A page is about to watch the webhook's deliveries (deliveries/live.ts): its endpoint is noted
+   * as one that holds deliveries, so that the webhook's deletion and the application's erasure
+   * reach its watchers, even before its first delivery.
+   */
+  watching(webhookId: string): void {
+    if (this.erasing > 0) throw new Error('the application is being erased');
+    if (this.endpoints.has(webhookId)) return;
+    rememberEndpoints(this.ctx.storage.sql, [webhookId]);
+    this.endpoints.add(webhookId);
   }
 
   /**
@@ -203,7 +217,17 @@ export class Application extends DurableObject<CloudflareBindings> {
    * a secret rotated) after its reply: made and published here, in this object.
    */
   async operational(events: OperationalEvent[]): Promise<void> {
-    await emitOperational(this.env, events, (_env, stored, targets, filters) => this.publish(stored, targets, filters));
+    const told = emitOperational(this.env, events, (_env, stored, targets, filters) =>
+      this.publish(stored, targets, filters),
+    );
+    // An erasure waits for it: what it hands the platform's endpoint is there before the erasure
+    // erases the application's rows there, never after.
+    this.telling.add(told);
+    try {
+      await told;
+    } finally {
+      this.telling.delete(told);
+    }
   }
 
   /**
@@ -263,12 +287,13 @@ export class Application extends DurableObject<CloudflareBindings> {
   /**
    * Erases everything this application's objects hold: every endpoint it handed deliveries to,
    * then its own storage (its retention is kept: the platform's setting, not the application's
-   * data). Publishes are refused meanwhile; a second call finds nothing. Returns what went.
+   * data), after the handovers and operational events under way. Publishes are refused
+   * meanwhile; a second call finds nothing. Returns what went.
    */
   async erase(): Promise<ObjectsErased> {
     this.erasing++;
     try {
-      await Promise.allSettled([...this.handing.values()]);
+      await Promise.allSettled([...this.handing.values(), ...this.telling]);
       const erased = { ...countHeld(this.ctx.storage.sql), ...(await eraseEndpoints(this.env, this.ctx.storage.sql)) };
       const retention = retentionSet(this.ctx.storage);
       await eraseStorage(this.ctx.storage, APPLICATION_SCHEMA);

@@ -20,20 +20,29 @@ const isRawJson = (value: object) => (JSON as JSON & { isRawJSON?(v: unknown): b
 const PUBLISHER_ID = /^[A-Za-z0-9_-]{1,64}$/;
 
 /**
+ * `type` as a publisher (or a test event) may name it: an event type, and none of the operational
+ * types, which only the service makes. Throws InvalidInput (400) otherwise.
+ */
+export function publishedType(type: unknown): string {
+  if (!isEventType(type)) throw badInput('type must be 1 to 64 letters, digits, _ or .');
+  if (isOperationalType(type)) throw badInput(`type ${type} is reserved for the service's operational events`);
+  return type;
+}
+
+/**
  * Checks an event object; unknown fields are ignored. Throws a 400 failure saying what is wrong.
  * (From the queue, the same failure drops the message with a log line.)
  */
 export function parseEvent(value: unknown): NewEvent {
   if (typeof value !== 'object' || value === null || Array.isArray(value))
     throw badInput('event must be a JSON object');
-  const { app_id: appId, type, data, id } = value as Record<string, unknown>;
+  const { app_id: appId, type: named, data, id } = value as Record<string, unknown>;
   if (typeof appId !== 'string' || !isAppId(appId) || [...appId].length > MAX_APP_ID_LENGTH) {
     throw badInput(
       `app_id must be a string of 1 to ${MAX_APP_ID_LENGTH} characters, without control characters or lone surrogates`,
     );
   }
-  if (!isEventType(type)) throw badInput('type must be 1 to 64 letters, digits, _ or .');
-  if (isOperationalType(type)) throw badInput(`type ${type} is reserved for the service's operational events`);
+  const type = publishedType(named);
   if (typeof data !== 'object' || data === null || Array.isArray(data) || isRawJson(data)) {
     throw badInput('data must be a JSON object');
   }

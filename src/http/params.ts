@@ -5,15 +5,29 @@ import { FILTER_MAX_BYTES, parseFilter } from '../core/filter/parse';
 import { normaliseSetValue, SET_VALUE_MAX_LENGTH } from '../core/filter/values';
 import { digitsOnly, idRange, parseId } from '../core/int64';
 import { parseCursor, parseValueCursor } from '../core/pages';
-import { isAppId, isWellFormed, MAX_APP_ID_LENGTH } from '../core/text';
+import { isAppId, isUtf8, isWellFormed, MAX_APP_ID_LENGTH } from '../core/text';
 import { MAX_BODY_BYTES, NumberText, parseJsonText } from './body';
 import { badInput } from './envelope';
 import { withoutOws } from './headers';
 
-/** The query parameters of a request URL (none when it has no `?`). */
+/** A run of percent-encoded bytes. */
+const PERCENT_RUN = /(?:%[0-9A-Fa-f]{2})+/g;
+
+/**
+ * The query parameters of a request URL (none when it has no `?`). Its percent-encoded bytes must
+ * be UTF-8 (400 otherwise): URLSearchParams would read `%FF` or `%ED%A0%80` (a surrogate's
+ * encoding) as U+FFFD, another value than the one sent (an `app_id` of another application). A
+ * request's URL spells every other character in ASCII, so each run of `%XX` is checked alone.
+ */
 export function queryOf(url: string): URLSearchParams {
   const q = url.indexOf('?');
-  return new URLSearchParams(q === -1 ? '' : url.slice(q + 1));
+  const query = q === -1 ? '' : url.slice(q + 1);
+  for (const run of query.includes('%') ? (query.match(PERCENT_RUN) ?? []) : []) {
+    const bytes = new Uint8Array(run.length / 3);
+    for (let i = 0; i < bytes.length; i++) bytes[i] = Number.parseInt(run.slice(i * 3 + 1, i * 3 + 3), 16);
+    if (!isUtf8(bytes)) throw badInput('the query must be UTF-8 once percent-decoded');
+  }
+  return new URLSearchParams(query);
 }
 
 /** A query parameter given at most once: its value, or undefined when absent; repeated is 400. */

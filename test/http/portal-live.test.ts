@@ -2,14 +2,15 @@
 // test/http/portal.test.ts): with the page open, a published event's delivery appears within 2
 // seconds and each attempt updates its row, without a reload or a click; a read-only link sees
 // them too; a dropped connection is opened again and the page catches up; a page past the 20 that
-// a webhook may have watching refreshes every 10 seconds instead. After each test: no request and
+// a webhook may have watching refreshes every 10 seconds instead; a page whose webhook is deleted
+// says so and opens no other connection. After each test: no request and
 // no WebSocket of any page carried the token in its URL, and no page had an error.
 import { randomBytes } from 'node:crypto';
 import type { Browser, BrowserContext, Page, WebSocketRoute } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
 import { apiOf } from './api';
 import { launchBrowser } from './browser';
-import { tokenFor } from './client';
+import { PATH, tokenFor } from './client';
 import { type Receiver, startReceiver, until } from './receiver';
 
 const base = inject('baseUrl');
@@ -210,5 +211,19 @@ describe('the portal: live deliveries', () => {
     // Refreshed by reading the log again (the page's one socket was refused).
     expect(record.sockets.length).toBe(1);
     expect(record.urls.filter((u) => u.includes('/webhook/delivery?')).length).toBeGreaterThanOrEqual(2);
+  });
+
+  it('the webhook deleted: the page says so, and opens no other connection', async () => {
+    const app = appOf('deleted');
+    const id = await register(app, `/${app}`);
+    const { page, record } = await openEndpoint(await tokenFor(app), id);
+    const res = await api.call('DELETE', `${PATH}?webhook_id=${id}`, app);
+    expect(res.text).toBe('{"return":0,"message":"success"}');
+    await page.locator('[data-live="deleted"]').waitFor({ timeout: 5_000 });
+    await page.getByText('No live updates: this webhook was deleted.').waitFor();
+    // Past the first reconnection's delay (1 s at most): none was tried.
+    await new Promise((r) => setTimeout(r, 2_500));
+    expect(record.sockets.length).toBe(1);
+    expect(await page.locator('[data-live]').getAttribute('data-live')).toBe('deleted');
   });
 });

@@ -37,3 +37,34 @@ export function countHeld(sql: SqlStorage): { deliveries: number; attempts: numb
     .toArray();
   return { deliveries: row?.deliveries ?? 0, attempts: row?.attempts ?? 0 };
 }
+
+/**
+ * Erases what the object holds of one application (the platform's operational endpoint holds every
+ * application's deliveries): its deliveries with their attempts, and its archived ones, their slim
+ * rows and the index of their R2 objects (each holds one application's deliveries, under its
+ * `prefix`). Returns how many deliveries and attempts went (archived ones are counted by their
+ * objects in R2, as an endpoint's erasure counts them).
+ */
+export function eraseApplicationRows(
+  storage: DurableObjectStorage,
+  appId: string,
+  prefix: string,
+): { deliveries: number; attempts: number } {
+  return storage.transactionSync(() => {
+    const { sql } = storage;
+    const mine = 'SELECT delivery_id FROM deliveries WHERE app_id = ?1';
+    const held = sql
+      .exec<{ deliveries: number; attempts: number }>(
+        `SELECT (SELECT COUNT(*) FROM deliveries WHERE app_id = ?1) AS deliveries,
+           (SELECT COUNT(*) FROM delivery_attempts WHERE delivery_id IN (${mine})) AS attempts`,
+        appId,
+      )
+      .one();
+    sql.exec(`DELETE FROM delivery_attempts WHERE delivery_id IN (${mine})`, appId);
+    sql.exec('DELETE FROM deliveries WHERE app_id = ?1', appId);
+    const objects = 'SELECT object_id FROM archive_objects WHERE substr(key, 1, length(?1)) = ?1';
+    sql.exec(`DELETE FROM archived WHERE object_id IN (${objects})`, prefix);
+    sql.exec(`DELETE FROM archive_objects WHERE object_id IN (${objects})`, prefix);
+    return { deliveries: held.deliveries, attempts: held.attempts };
+  });
+}
