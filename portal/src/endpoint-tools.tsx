@@ -90,7 +90,7 @@ export function RecoverForm({ id, off, act, sent }: ToolProps) {
         });
       }}
     >
-      <fieldset>
+      <fieldset id="recover">
         <legend>Recover</legend>
         <label>
           Since

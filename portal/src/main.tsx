@@ -5,7 +5,9 @@ import { EventTypesPage } from './catalog';
 import { DeliveryPage } from './delivery';
 import { EndpointPage } from './endpoint';
 import { EndpointsPage } from './endpoints';
+import { EventPage } from './event';
 import { onNavigate, paths, routeOf, takeNotice } from './router';
+import { Search } from './search';
 import { Heading, Link } from './ui';
 
 // First of all: the token leaves the address bar.
@@ -71,6 +73,7 @@ function App() {
           <Link href={paths.endpoints}>Endpoints</Link>
           <Link href={paths.eventTypes}>Event types</Link>
         </nav>
+        <Search />
         <span class="who">
           {claims?.app ? <span>{claims.app}</span> : null}
           {readOnly ? <span class="badge off">Read-only</span> : null}
@@ -85,6 +88,8 @@ function App() {
         <EndpointPage id={route.id} readOnly={readOnly} />
       ) : route.page === 'delivery' ? (
         <DeliveryPage id={route.id} delivery={route.delivery} readOnly={readOnly} />
+      ) : route.page === 'event' ? (
+        <EventPage event={route.event} />
       ) : route.page === 'event-types' ? (
         <EventTypesPage />
       ) : (
