@@ -50,14 +50,16 @@ function App() {
   // What the last action said, shown on the page it went to (the list after a deletion).
   const [notice, setNotice] = useState('');
   const [expired, setExpired] = useState(link !== null && 'unreadable' in link);
-  useEffect(
-    () =>
-      onNavigate(() => {
-        setRoute(routeOf(location.pathname));
-        setNotice(takeNotice());
-      }),
-    [],
-  );
+  useEffect(() => {
+    const update = () => {
+      setRoute(routeOf(location.pathname));
+      setNotice(takeNotice());
+    };
+    const stop = onNavigate(update);
+    // A navigation made before this effect ran (a search submitted at once) is taken now.
+    update();
+    return stop;
+  }, []);
   showExpired = () => setExpired(true);
   useToken(token, () => setExpired(true));
 
