@@ -10,6 +10,7 @@ import { EndpointActions, useActions } from './endpoint-actions';
 import { EndpointFacts, EndpointHead } from './endpoint-facts';
 import { FailingBanner } from './endpoint-failing';
 import { type EndpointFields, EndpointForm } from './endpoint-form';
+import { EndpointTools } from './endpoint-tools';
 import { Health, useStats } from './health';
 import { useLive } from './live';
 import { paths } from './router';
@@ -91,14 +92,15 @@ export function EndpointPage({ id, readOnly }: { id: string; readOnly: boolean }
       {readOnly ? null : (
         <EndpointActions
           webhook={webhook}
-          catalog={catalog}
           act={act}
           changed={setWebhook}
           editing={editing}
           edit={() => setEditing(true)}
-          sent={() => setVersion((v) => v + 1)}
           failed={setActionError}
         />
+      )}
+      {readOnly ? null : (
+        <EndpointTools webhook={webhook} catalog={catalog} act={act} sent={() => setVersion((v) => v + 1)} />
       )}
 
       <EndpointFacts webhook={webhook} />
