@@ -73,16 +73,19 @@ describe('the portal page', () => {
     expectSecurityHeaders(res);
   });
 
-  it.each(['/portal/endpoints/1', '/portal/endpoints/9223372036854775807/deliveries/42', '/portal/event-types'])(
-    'answers its own route %s with the page',
-    async (path) => {
-      const res = await get(path);
-      expect(res.status).toBe(200);
-      expect(res.headers.get('content-type')).toMatch(/^text\/html/);
-      expect(await res.text()).toContain('<div id="app">');
-      expectSecurityHeaders(res);
-    },
-  );
+  it.each([
+    '/portal/endpoints/1',
+    '/portal/endpoints/9223372036854775807/deliveries/42',
+    '/portal/deliveries/9223372036854775807',
+    '/portal/events/evt_0123456789abcdef0123456789abcdef',
+    '/portal/event-types',
+  ])('answers its own route %s with the page', async (path) => {
+    const res = await get(path);
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toMatch(/^text\/html/);
+    expect(await res.text()).toContain('<div id="app">');
+    expectSecurityHeaders(res);
+  });
 
   it('serves the script and style with their types, the headers, and a year of caching (their names change with them)', async () => {
     const { script, style } = await assetPaths();
@@ -106,16 +109,22 @@ describe('the portal page', () => {
     expect(await res.text()).toBe('');
   });
 
-  it.each(['/portal/nope', '/portal/endpoints/0', '/portal/endpoints/abc', '/portal/endpoints/1/', '/portal/app.js'])(
-    'answers the 404 envelope for %s, an unknown path under /portal/',
-    async (path) => {
-      const res = await get(path, { headers: { 'x-request-id': 'portal-404' } });
-      // The portal's headers, as on every reply under /portal.
-      expectSecurityHeaders(res);
-      expect(res.headers.get('x-request-id')).toBe('portal-404');
-      await expectEnvelope(res, 404, 404, 'not found');
-    },
-  );
+  it.each([
+    '/portal/nope',
+    '/portal/endpoints/0',
+    '/portal/endpoints/abc',
+    '/portal/endpoints/1/',
+    '/portal/app.js',
+    '/portal/deliveries/0',
+    '/portal/events/evt_',
+    '/portal/events/42',
+  ])('answers the 404 envelope for %s, an unknown path under /portal/', async (path) => {
+    const res = await get(path, { headers: { 'x-request-id': 'portal-404' } });
+    // The portal's headers, as on every reply under /portal.
+    expectSecurityHeaders(res);
+    expect(res.headers.get('x-request-id')).toBe('portal-404');
+    await expectEnvelope(res, 404, 404, 'not found');
+  });
 
   it.each([
     ['POST', '/portal/'],
@@ -166,6 +175,19 @@ describe('the portal page', () => {
     // Written as a quoted attribute's value, where only a quote could end it: it is escaped.
     const odd = await fetchWith({ JWT_APP_CLAIM: '"><script>x</script>' }, new Request(`${ORIGIN}/portal/`));
     expect(await odd.text()).toContain('<meta name="app-claim" content="&quot;><script>x</script>" />');
+  });
+
+  it('writes AUTO_DISABLE_AFTER_HOURS into the page, for a failing endpoint to say when it will be disabled', async () => {
+    const hoursOf = async (res: Response) =>
+      /<meta name="auto-disable-hours" content="([^"]*)"/.exec(await res.text())?.[1];
+    // The test configuration leaves it empty: the service's default.
+    expect(await hoursOf(await get('/portal/'))).toBe('120');
+    const set = await fetchWith({ AUTO_DISABLE_AFTER_HOURS: '36' }, new Request(`${ORIGIN}/portal/endpoints/7`));
+    expect(set.status).toBe(200);
+    expect(await hoursOf(set)).toBe('36');
+    // However short the setting, the service waits 12 hours of failures at least.
+    const short = await fetchWith({ AUTO_DISABLE_AFTER_HOURS: '2' }, new Request(`${ORIGIN}/portal/`));
+    expect(await hoursOf(short)).toBe('12');
   });
 
   it('leaves every other path to the API: / is still the 404 envelope', async () => {

@@ -4,7 +4,7 @@
 
 import { BEARER_PROTOCOL, LIVE_PROTOCOL } from '../../src/core/live';
 import { isReadOnly, scopesOf } from '../../src/core/scopes';
-import { objectTextAt } from './json-text';
+import { objectTextAt, objectTextsAt } from './json-text';
 
 const TOKEN_KEY = 'nft-webhook-portal.token';
 /** A token is a signed JWT: three base64url parts (JWS compact). Anything else is no token. */
@@ -134,6 +134,9 @@ export class ApiError extends Error {
 
 type Query = Record<string, string | undefined>;
 
+/** The objects of a reply's value kept as their JSON text too (`<key>_text`): a double would round their numbers. */
+const KEPT_AS_TEXT = ['filter', 'data'] as const;
+
 interface Envelope {
   return?: number;
   message?: string;
@@ -197,9 +200,22 @@ export async function call<T>(
     throw new ApiError(res.status, typeof envelope?.return === 'number' ? envelope.return : null, reason);
   }
   const value = envelope.value;
-  // A webhook's filter, as its text: shown with every digit it was stored with.
-  if (typeof value === 'object' && value !== null && 'filter' in value && value.filter !== null) {
-    Object.assign(value, { filter_text: objectTextAt(text, 'filter') });
+  // A webhook's filter (one, or each of a list's) and an event's data, as their text: shown with
+  // every digit they were stored with.
+  if (typeof value === 'object' && value !== null) {
+    for (const key of KEPT_AS_TEXT) {
+      if (key in value && (value as Record<string, unknown>)[key] !== null) {
+        Object.assign(value, { [`${key}_text`]: objectTextAt(text, key) });
+      }
+    }
+    const list = (value as { webhooks?: unknown }).webhooks;
+    if (Array.isArray(list)) {
+      // Every webhook object has `filter` (null without one): the texts are the list's, in order.
+      const texts = objectTextsAt(text, 'filter', 4);
+      list.forEach((webhook: Webhook, i) => {
+        if (webhook.filter != null) webhook.filter_text = texts[i] ?? null;
+      });
+    }
   }
   return value as T;
 }
@@ -279,6 +295,30 @@ export interface Stats {
   last_24h: Counts;
   last_7d: Counts;
   hourly: { hour: string; succeeded: number; failed: number; attempts: number; failed_attempts: number }[];
+}
+
+/** What trying a filter answers; a miss says which condition failed (`found` absent: the path is missing). */
+export interface FilterTrial {
+  matches: boolean;
+  why?: { path: string; operator: string; expected?: unknown; found?: unknown };
+}
+
+/** An event of the application (GET .../event?event_id=) and the deliveries it made. */
+export interface EventJourney {
+  event_id: string;
+  type: string;
+  data: unknown;
+  /** `data` as the service sent it (the page adds it): every digit kept. */
+  data_text?: string | null;
+  created_at: string;
+  deliveries: {
+    webhook_id: string;
+    delivery_id: string;
+    status: Delivery['status'];
+    attempts: number;
+    last_status: number | null;
+    last_error: string | null;
+  }[];
 }
 
 export interface EventType {

@@ -113,7 +113,9 @@ export function Deliveries({
                   <code>{d.type}</code>
                 </td>
                 <td data-label="Event id">
-                  <code>{d.event_id}</code>
+                  <Link href={paths.event(d.event_id)}>
+                    <code>{d.event_id}</code>
+                  </Link>
                 </td>
                 <td data-label="Attempts">{d.attempts}</td>
                 <td data-label="Last result">{outcome(d.last_status, d.last_error)}</td>

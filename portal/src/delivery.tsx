@@ -1,14 +1,17 @@
 // One delivery: its state, the request that was sent (delivery-request), the table "Attempts"
-// (each response body as text), copying its event id, and Resend.
+// (each response body as text), copying its event id (and a link to the event's screen), and
+// Resend. Opened from its endpoint's deliveries, or by its id alone from the header's search (the
+// reply does not name its endpoint: the page then has no link to it).
 import { useEffect, useState } from 'hono/jsx/dom';
 import { call, type Delivery } from './api';
 import { outcome } from './deliveries';
 import { ResponseBody, SentRequest } from './delivery-request';
 import { enableFirst } from './endpoint-tools';
+import { isNotFound } from './event';
 import { paths } from './router';
 import { CopyButton, ErrorText, Heading, Link, Notice, Time } from './ui';
 
-export function DeliveryPage({ id, delivery, readOnly }: { id: string; delivery: string; readOnly: boolean }) {
+export function DeliveryPage({ id, delivery, readOnly }: { id: string | null; delivery: string; readOnly: boolean }) {
   const [value, setValue] = useState<Delivery | null>(null);
   const [error, setError] = useState<unknown>(null);
   const [notice, setNotice] = useState<{ text: string; delivery: string } | null>(null);
@@ -44,10 +47,22 @@ export function DeliveryPage({ id, delivery, readOnly }: { id: string; delivery:
   return (
     <main>
       <p class="crumbs">
-        <Link href={paths.endpoints}>All endpoints</Link> › <Link href={paths.endpoint(id)}>Endpoint</Link>
+        <Link href={paths.endpoints}>All endpoints</Link>
+        {id === null ? null : (
+          <>
+            {' › '}
+            <Link href={paths.endpoint(id)}>Endpoint</Link>
+          </>
+        )}
       </p>
       <Heading>Delivery</Heading>
-      <ErrorText error={error} />
+      {isNotFound(error) ? (
+        <p role="alert" class="error">
+          Not found: this application has no delivery <code>{delivery}</code>.
+        </p>
+      ) : (
+        <ErrorText error={error} />
+      )}
       {value ? (
         <>
           <dl class="facts">
@@ -63,7 +78,10 @@ export function DeliveryPage({ id, delivery, readOnly }: { id: string; delivery:
             </dd>
             <dt>Event id</dt>
             <dd>
-              <code>{value.event_id}</code> <CopyButton text={value.event_id} label="Copy event id" />
+              <Link href={paths.event(value.event_id)}>
+                <code>{value.event_id}</code>
+              </Link>{' '}
+              <CopyButton text={value.event_id} label="Copy event id" />
             </dd>
             <dt>Attempts</dt>
             <dd>{value.attempts}</dd>

@@ -1,10 +1,9 @@
-// The endpoint's page, its controls: Disable/Enable, Edit, Delete, Show secret, Rotate secret, and
-// the test event and recovery forms. A read-only link shows none of them: a read-only token may
+// The endpoint's page, its controls: Disable/Enable, Edit, Delete, Show secret, Rotate secret (the
+// test event and recovery forms are below them: endpoint-tools). A read-only link shows none of them: a read-only token may
 // change nothing, nor read the signing secret (whoever holds it can sign as the service).
 import { useState } from 'hono/jsx/dom';
-import { call, type EventType, type Webhook } from './api';
+import { call, type Webhook } from './api';
 import { DeleteDialog, RotateDialog } from './endpoint-dialogs';
-import { ENABLE_FIRST, RecoverForm, TestEventForm } from './endpoint-tools';
 import { Secret } from './ui';
 
 /** Runs a change; its outcome (a sentence, or the failure) is announced on the page. */
@@ -28,18 +27,15 @@ export function useActions() {
 
 interface ActionsProps {
   webhook: Webhook;
-  catalog: EventType[];
   act: Act;
   /** The webhook as it stands after a change. */
   changed: (webhook: Webhook) => void;
   editing: boolean;
   edit: () => void;
-  /** New deliveries are on their way. */
-  sent: () => void;
   failed: (err: unknown) => void;
 }
 
-export function EndpointActions({ webhook, catalog, act, changed, editing, edit, sent, failed }: ActionsProps) {
+export function EndpointActions({ webhook, act, changed, editing, edit, failed }: ActionsProps) {
   const [dialog, setDialog] = useState<'delete' | 'rotate' | null>(null);
   const [secret, setSecret] = useState<{ value: string; rotated: boolean } | null>(null);
   const id = webhook.webhook_id;
@@ -92,15 +88,6 @@ export function EndpointActions({ webhook, catalog, act, changed, editing, edit,
           ) : null}
         </div>
       ) : null}
-      {webhook.is_enabled ? null : (
-        <p class="hint" id="enable-first">
-          {ENABLE_FIRST}
-        </p>
-      )}
-      <div class="tools">
-        <TestEventForm id={id} off={!webhook.is_enabled} act={act} sent={sent} catalog={catalog} />
-        <RecoverForm id={id} off={!webhook.is_enabled} act={act} sent={sent} />
-      </div>
       <DeleteDialog webhook={webhook} open={dialog === 'delete'} onClose={() => setDialog(null)} failed={failed} />
       <RotateDialog
         webhook={webhook}

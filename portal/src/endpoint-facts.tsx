@@ -1,40 +1,54 @@
-// The endpoint's page, its head: the URL as the heading, and what the endpoint is.
+// The endpoint's page, its head (the URL as the heading, and its state) and what the endpoint is:
+// what it receives in words (event types and filter together), then each setting.
 import type { Webhook } from './api';
 import { filterText, orderingText } from './endpoint-filter';
 import { EndpointState } from './endpoint-state';
-import { eventTypesText } from './endpoints';
-import { Heading, Time } from './ui';
+import { receivesText } from './receives';
+import { Heading, Time, Url } from './ui';
 
-export function EndpointFacts({ webhook }: { webhook: Webhook }) {
+/**
+ * The URL as the heading, and the state: first, so a narrow screen shows them without scrolling (a
+ * failing endpoint's warning, endpoint-failing, says since when).
+ */
+export function EndpointHead({ webhook }: { webhook: Webhook }) {
   return (
     <>
       <Heading>
-        <span class="url">{webhook.url}</span>
+        <span class="url">
+          <Url url={webhook.url} />
+        </span>
       </Heading>
-      <dl class="facts">
-        <dt>Description</dt>
-        <dd>{webhook.description ?? '—'}</dd>
+      <dl class="facts head-facts">
         <dt>State</dt>
         <dd>
-          <EndpointState webhook={webhook} />
-        </dd>
-        <dt>Event types</dt>
-        <dd>{eventTypesText(webhook.event_types)}</dd>
-        <dt>Rate limit</dt>
-        <dd>{webhook.rate_limit == null ? 'The service’s own' : `${webhook.rate_limit} a second`}</dd>
-        <dt>Filter</dt>
-        <dd>{webhook.filter == null ? 'None' : <pre class="filter-json">{filterText(webhook)}</pre>}</dd>
-        <dt>Ordering</dt>
-        <dd>{orderingText(webhook.ordering)}</dd>
-        <dt>Created</dt>
-        <dd>
-          <Time iso={webhook.created_at} />
-        </dd>
-        <dt>Endpoint id</dt>
-        <dd>
-          <code>{webhook.webhook_id}</code>
+          <EndpointState webhook={webhook} warned />
         </dd>
       </dl>
     </>
+  );
+}
+
+export function EndpointFacts({ webhook }: { webhook: Webhook }) {
+  return (
+    <dl class="facts">
+      <dt>Receives</dt>
+      <dd>{receivesText(webhook)}</dd>
+      <dt>Description</dt>
+      <dd>{webhook.description ?? '—'}</dd>
+      <dt>Rate limit</dt>
+      <dd>{webhook.rate_limit == null ? 'The service’s own' : `${webhook.rate_limit} a second`}</dd>
+      <dt>Filter</dt>
+      <dd>{webhook.filter == null ? 'None' : <pre class="filter-json">{filterText(webhook)}</pre>}</dd>
+      <dt>Ordering</dt>
+      <dd>{orderingText(webhook.ordering)}</dd>
+      <dt>Created</dt>
+      <dd>
+        <Time iso={webhook.created_at} />
+      </dd>
+      <dt>Endpoint id</dt>
+      <dd>
+        <code>{webhook.webhook_id}</code>
+      </dd>
+    </dl>
   );
 }

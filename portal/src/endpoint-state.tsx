@@ -1,6 +1,6 @@
-// An endpoint's state as the page and the list show it: Enabled or Disabled, and why and since
-// when: disabled by the service (its endpoint answered 410 Gone, or every attempt failed since a
-// time) or by hand; an enabled endpoint that is failing says since when.
+// An endpoint's state as the page and the list show it: Enabled, Failing or Disabled, and why and
+// since when: disabled by the service (its endpoint answered 410 Gone, or every attempt failed
+// since a time) or by hand; an enabled endpoint whose attempts all fail is Failing, since when.
 import type { Webhook } from './api';
 import { Time } from './ui';
 
@@ -35,18 +35,24 @@ function DisabledWhy({ webhook }: { webhook: Webhook }) {
   }
 }
 
-/** The state badge, then why and since when. */
-export function EndpointState({ webhook }: { webhook: Webhook }) {
-  const enabled = webhook.is_enabled;
-  const known = enabled ? Boolean(webhook.failing_since) : Boolean(webhook.disabled_reason);
+/** Enabled, Failing (enabled, but every attempt has failed since a time) or Disabled. */
+export const stateOf = (webhook: Webhook) =>
+  !webhook.is_enabled ? 'Disabled' : webhook.failing_since ? 'Failing' : 'Enabled';
+
+const BADGE = { Enabled: 'badge ok', Failing: 'badge warn', Disabled: 'badge off' } as const;
+
+/** The state badge, then why and since when (a failing one's why left to its warning when `warned`). */
+export function EndpointState({ webhook, warned = false }: { webhook: Webhook; warned?: boolean }) {
+  const state = stateOf(webhook);
+  const known = (state === 'Failing' && !warned) || (state === 'Disabled' && Boolean(webhook.disabled_reason));
   return (
     <span class="state">
-      <span class={enabled ? 'badge ok' : 'badge off'}>{enabled ? 'Enabled' : 'Disabled'}</span>
+      <span class={BADGE[state]}>{state}</span>
       {known ? (
         <span class="why">
-          {enabled ? (
+          {state === 'Failing' ? (
             <>
-              Failing since <Time iso={webhook.failing_since ?? null} />.
+              Enabled, but every attempt has failed since <Time iso={webhook.failing_since ?? null} />.
             </>
           ) : (
             <DisabledWhy webhook={webhook} />

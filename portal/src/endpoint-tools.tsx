@@ -1,6 +1,6 @@
 // The endpoint's page, its two inline forms: sending a test event, and recovering failed deliveries.
 // On a disabled endpoint both are unavailable, and say why: it has to be enabled first.
-import { ApiError, call, type EventType } from './api';
+import { ApiError, call, type EventType, type Webhook } from './api';
 import type { Act } from './endpoint-actions';
 
 /** What a disabled endpoint's unavailable tools say. */
@@ -90,7 +90,7 @@ export function RecoverForm({ id, off, act, sent }: ToolProps) {
         });
       }}
     >
-      <fieldset>
+      <fieldset id="recover">
         <legend>Recover</legend>
         <label>
           Since
@@ -101,5 +101,33 @@ export function RecoverForm({ id, off, act, sent }: ToolProps) {
         </button>
       </fieldset>
     </form>
+  );
+}
+
+/** The section "Test and recover": both forms, and why they are unavailable on a disabled endpoint. */
+export function EndpointTools({
+  webhook,
+  catalog,
+  act,
+  sent,
+}: {
+  webhook: Webhook;
+  catalog: EventType[];
+  act: Act;
+  sent: () => void;
+}) {
+  const off = !webhook.is_enabled;
+  return (
+    <section aria-label="Test and recover" class="panel">
+      {off ? (
+        <p class="hint" id="enable-first">
+          {ENABLE_FIRST}
+        </p>
+      ) : null}
+      <div class="tools">
+        <TestEventForm id={webhook.webhook_id} off={off} act={act} sent={sent} catalog={catalog} />
+        <RecoverForm id={webhook.webhook_id} off={off} act={act} sent={sent} />
+      </div>
+    </section>
   );
 }

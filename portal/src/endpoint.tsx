@@ -1,13 +1,17 @@
-// The endpoint's page: what it is (endpoint-facts), the controls that change it (endpoint-actions,
-// with its dialogs and forms; none on a read-only link), the edit form, its value set (value-set),
-// its health and its deliveries (deliveries), both read again as the live connection (live.ts) tells.
+// The endpoint's page: its URL and state (endpoint-facts), a failing endpoint's warning
+// (endpoint-failing), the controls that change it (endpoint-actions, with its dialogs and forms;
+// none on a read-only link), the edit form, what it is (endpoint-facts), its value set (value-set),
+// its health and its deliveries (deliveries), both read again as the live connection (live.ts)
+// tells. State, warning and controls come first: a narrow screen shows them without scrolling.
 import { useEffect, useState } from 'hono/jsx/dom';
 import { call, type EventType, eventTypes, stringifyJson, type Webhook } from './api';
 import { Deliveries } from './deliveries';
 import { EndpointActions, useActions } from './endpoint-actions';
-import { EndpointFacts } from './endpoint-facts';
+import { EndpointFacts, EndpointHead } from './endpoint-facts';
+import { FailingBanner } from './endpoint-failing';
 import { type EndpointFields, EndpointForm } from './endpoint-form';
-import { Health } from './health';
+import { EndpointTools } from './endpoint-tools';
+import { Health, useStats } from './health';
 import { useLive } from './live';
 import { paths } from './router';
 import { ErrorText, Heading, Link, Notice, useEvery } from './ui';
@@ -27,6 +31,7 @@ export function EndpointPage({ id, readOnly }: { id: string; readOnly: boolean }
   // The webhook is read again every 5 seconds while the page is open (not while it is being
   // edited): a webhook the service disables meanwhile (410 Gone, failing) shows it, and why.
   const tick = useEvery(5000);
+  const { stats, error: statsError } = useStats(id, version);
 
   useEffect(() => {
     call<Webhook>('GET', 'webhook', { query: { webhook_id: id } }).then(setWebhook, setError);
@@ -71,7 +76,8 @@ export function EndpointPage({ id, readOnly }: { id: string; readOnly: boolean }
       <p class="crumbs">
         <Link href={paths.endpoints}>All endpoints</Link>
       </p>
-      <EndpointFacts webhook={webhook} />
+      <EndpointHead webhook={webhook} />
+      <FailingBanner webhook={webhook} stats={stats} version={version} readOnly={readOnly} />
 
       {notice ? <Notice text={notice} /> : null}
       <ErrorText error={actionError} />
@@ -86,18 +92,20 @@ export function EndpointPage({ id, readOnly }: { id: string; readOnly: boolean }
       {readOnly ? null : (
         <EndpointActions
           webhook={webhook}
-          catalog={catalog}
           act={act}
           changed={setWebhook}
           editing={editing}
           edit={() => setEditing(true)}
-          sent={() => setVersion((v) => v + 1)}
           failed={setActionError}
         />
       )}
+      {readOnly ? null : (
+        <EndpointTools webhook={webhook} catalog={catalog} act={act} sent={() => setVersion((v) => v + 1)} />
+      )}
 
-      <ValueSet id={id} readOnly={readOnly} />
-      <Health id={id} version={version} />
+      <EndpointFacts webhook={webhook} />
+      <ValueSet webhook={webhook} readOnly={readOnly} />
+      <Health stats={stats} error={statsError} />
       <Deliveries id={id} version={version} catalog={catalog} live={live} />
     </main>
   );

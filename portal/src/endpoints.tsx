@@ -1,18 +1,18 @@
-// The endpoints page: the table "Endpoints" (Load more for later pages) and "Add endpoint".
+// The endpoints page: the table "Endpoints" (Load more for later pages) and "Add endpoint". Each
+// row says what the endpoint receives in words (receives.ts); the Description column shows only
+// when an endpoint has one.
 import { useEffect, useState } from 'hono/jsx/dom';
 import { call, type Webhook } from './api';
 import { type EndpointFields, EndpointForm } from './endpoint-form';
 import { EndpointState } from './endpoint-state';
+import { receivesText } from './receives';
 import { paths } from './router';
-import { ErrorText, Heading, Link, Notice, Secret, Time, usePages } from './ui';
+import { ErrorText, Heading, Link, Notice, Secret, Time, Url, usePages } from './ui';
 
 interface Page {
   webhooks: Webhook[];
   next_cursor: string | null;
 }
-
-export const eventTypesText = (types: string[] | null | undefined) =>
-  types === null || types === undefined || types.length === 0 ? 'All' : types.join(', ');
 
 export function EndpointsPage({ readOnly, notice }: { readOnly: boolean; notice: string }) {
   const { rows, cursor, error, loaded, load } = usePages(async (from) => {
@@ -25,6 +25,8 @@ export function EndpointsPage({ readOnly, notice }: { readOnly: boolean; notice:
   useEffect(() => {
     load(null);
   }, []);
+  // An empty column takes no room: Description only when an endpoint shown has one.
+  const described = rows.some((w) => Boolean(w.description));
 
   const create = async (fields: EndpointFields) => {
     const body: Record<string, unknown> = { url: fields.url };
@@ -77,9 +79,9 @@ export function EndpointsPage({ readOnly, notice }: { readOnly: boolean; notice:
           <thead>
             <tr>
               <th scope="col">URL</th>
-              <th scope="col">Description</th>
+              {described ? <th scope="col">Description</th> : null}
               <th scope="col">State</th>
-              <th scope="col">Event types</th>
+              <th scope="col">Receives</th>
               <th scope="col">Created</th>
             </tr>
           </thead>
@@ -87,13 +89,15 @@ export function EndpointsPage({ readOnly, notice }: { readOnly: boolean; notice:
             {rows.map((w) => (
               <tr>
                 <td class="url" data-label="URL">
-                  <Link href={paths.endpoint(w.webhook_id)}>{w.url}</Link>
+                  <Link href={paths.endpoint(w.webhook_id)}>
+                    <Url url={w.url} />
+                  </Link>
                 </td>
-                <td data-label="Description">{w.description ?? ''}</td>
+                {described ? <td data-label="Description">{w.description ?? ''}</td> : null}
                 <td data-label="State">
                   <EndpointState webhook={w} />
                 </td>
-                <td data-label="Event types">{eventTypesText(w.event_types)}</td>
+                <td data-label="Receives">{receivesText(w)}</td>
                 <td data-label="Created">
                   <Time iso={w.created_at} />
                 </td>

@@ -10,17 +10,30 @@ const number = new Intl.NumberFormat('en-US');
 const percent = new Intl.NumberFormat('en-US', { minimumFractionDigits: 1, maximumFractionDigits: 1 });
 
 /**
- * "Last 24 hours: 120 succeeded, 3 failed, 2 pending; 131 attempts, 8 failed (93.8% succeeded)".
- * The rate is of attempts, rounded down: a failed attempt, even of a delivery still retrying,
- * keeps it under 100 %.
+ * The share of attempts that succeeded, in per cent to a tenth, rounded to the nearest (4 of 11 is
+ * 36.4) but never to 100 while an attempt failed, nor to 0 while one succeeded.
+ */
+export function successRate(attempts: number, failed: number): number {
+  let tenths = Math.round((1000 * (attempts - failed)) / attempts);
+  if (failed > 0 && tenths === 1000) tenths = 999;
+  if (failed < attempts && tenths === 0) tenths = 1;
+  return tenths / 10;
+}
+
+/** "36.4%". */
+export const percentText = (rate: number) => `${percent.format(rate)}%`;
+
+/**
+ * "Last 24 hours: 120 succeeded, 3 failed, 2 pending; 131 attempts, 8 failed (93.9% succeeded)".
+ * The rate is of attempts: a failed attempt, even of a delivery still retrying, keeps it under 100 %.
  */
 export function healthText(label: string, c: Counts): string {
   const pending = c.pending > 0 ? `, ${number.format(c.pending)} pending` : '';
   const deliveries = `${number.format(c.succeeded)} succeeded, ${number.format(c.failed)} failed${pending}`;
   if (c.attempts === 0) return `${label}: ${deliveries}; no attempts`;
-  const rate = Math.floor((1000 * (c.attempts - c.failed_attempts)) / c.attempts) / 10;
+  const rate = successRate(c.attempts, c.failed_attempts);
   const attempts = `${number.format(c.attempts)} ${c.attempts === 1 ? 'attempt' : 'attempts'}`;
-  return `${label}: ${deliveries}; ${attempts}, ${number.format(c.failed_attempts)} failed (${percent.format(rate)}% succeeded)`;
+  return `${label}: ${deliveries}; ${attempts}, ${number.format(c.failed_attempts)} failed (${percentText(rate)} succeeded)`;
 }
 
 const hourFormat = new Intl.DateTimeFormat(undefined, { hour: '2-digit', minute: '2-digit' });
@@ -73,7 +86,11 @@ function Chart({ hourly }: { hourly: Stats['hourly'] }) {
 /** How often an open page reads its health again. */
 const REFRESH_MS = 5000;
 
-export function Health({ id, version }: { id: string; version: number }) {
+/**
+ * The endpoint's stats (GET .../webhook/stats), read again every 5 seconds while the page is open
+ * and shown, and whenever `version` moves: the health and a failing endpoint's warning read them.
+ */
+export function useStats(id: string, version: number) {
   const [stats, setStats] = useState<Stats | null>(null);
   const [error, setError] = useState<unknown>(null);
   const tick = useEvery(REFRESH_MS);
@@ -86,6 +103,10 @@ export function Health({ id, version }: { id: string; version: number }) {
       (err) => setError(new Error(`Health is not available: ${err instanceof Error ? err.message : String(err)}`)),
     );
   }, [id, version, tick]);
+  return { stats, error };
+}
+
+export function Health({ stats, error }: { stats: Stats | null; error: unknown }) {
   return (
     <section aria-labelledby="health-title" class="panel">
       <h2 id="health-title">Health</h2>

@@ -6,31 +6,45 @@
 const TOKEN = /"(?:[^"\\]|\\.)*"|[{}[\],:]|[^\s{}[\],:"]+/g;
 
 /**
- * The text of the object after the key `key` of the object at `depth` (1: the envelope, 2: its
- * `value`) in the JSON `text`; null when there is none (or it is not an object).
+ * The texts of the values of the key `key` of every object at `depth` (1: the envelope, 2: its
+ * `value`, 4: the objects of an array in it) in the JSON `text`, in order; null for a value that
+ * is not an object.
  */
-export function objectTextAt(text: string, key: string, depth = 2): string | null {
+export function objectTextsAt(text: string, key: string, depth: number): (string | null)[] {
   const tokens = [...text.matchAll(TOKEN)];
   const quoted = JSON.stringify(key);
+  const texts: (string | null)[] = [];
   let level = 0;
   for (let i = 0; i < tokens.length; i += 1) {
     const token = tokens[i]?.[0];
     if (level === depth && token === quoted && tokens[i + 1]?.[0] === ':') {
       const open = tokens[i + 2];
-      if (open?.[0] !== '{') return null;
-      let inner = 0;
-      for (const close of tokens.slice(i + 2)) {
-        if (close[0] === '{' || close[0] === '[') inner += 1;
-        else if (close[0] === '}' || close[0] === ']') inner -= 1;
-        if (inner === 0) return text.slice(open.index, close.index + 1);
+      let found: string | null = null;
+      if (open?.[0] === '{') {
+        let inner = 0;
+        for (const close of tokens.slice(i + 2)) {
+          if (close[0] === '{' || close[0] === '[') inner += 1;
+          else if (close[0] === '}' || close[0] === ']') inner -= 1;
+          if (inner === 0) {
+            found = text.slice(open.index, close.index + 1);
+            break;
+          }
+        }
       }
-      return null;
+      texts.push(found);
     }
     if (token === '{' || token === '[') level += 1;
     else if (token === '}' || token === ']') level -= 1;
   }
-  return null;
+  return texts;
 }
+
+/**
+ * The text of the object after the key `key` of the object at `depth` (1: the envelope, 2: its
+ * `value`) in the JSON `text`; null when there is none (or it is not an object).
+ */
+export const objectTextAt = (text: string, key: string, depth = 2): string | null =>
+  objectTextsAt(text, key, depth)[0] ?? null;
 
 /** JSON text laid out as JSON.stringify(value, null, 2) would, every token kept as written. */
 export function formatJsonText(text: string): string {

@@ -5,7 +5,9 @@ import { EventTypesPage } from './catalog';
 import { DeliveryPage } from './delivery';
 import { EndpointPage } from './endpoint';
 import { EndpointsPage } from './endpoints';
+import { EventPage } from './event';
 import { onNavigate, paths, routeOf, takeNotice } from './router';
+import { Search } from './search';
 import { Heading, Link } from './ui';
 
 // First of all: the token leaves the address bar.
@@ -48,14 +50,16 @@ function App() {
   // What the last action said, shown on the page it went to (the list after a deletion).
   const [notice, setNotice] = useState('');
   const [expired, setExpired] = useState(link !== null && 'unreadable' in link);
-  useEffect(
-    () =>
-      onNavigate(() => {
-        setRoute(routeOf(location.pathname));
-        setNotice(takeNotice());
-      }),
-    [],
-  );
+  useEffect(() => {
+    const update = () => {
+      setRoute(routeOf(location.pathname));
+      setNotice(takeNotice());
+    };
+    const stop = onNavigate(update);
+    // A navigation made before this effect ran (a search submitted at once) is taken now.
+    update();
+    return stop;
+  }, []);
   showExpired = () => setExpired(true);
   useToken(token, () => setExpired(true));
 
@@ -71,6 +75,7 @@ function App() {
           <Link href={paths.endpoints}>Endpoints</Link>
           <Link href={paths.eventTypes}>Event types</Link>
         </nav>
+        <Search />
         <span class="who">
           {claims?.app ? <span>{claims.app}</span> : null}
           {readOnly ? <span class="badge off">Read-only</span> : null}
@@ -85,6 +90,8 @@ function App() {
         <EndpointPage id={route.id} readOnly={readOnly} />
       ) : route.page === 'delivery' ? (
         <DeliveryPage id={route.id} delivery={route.delivery} readOnly={readOnly} />
+      ) : route.page === 'event' ? (
+        <EventPage event={route.event} />
       ) : route.page === 'event-types' ? (
         <EventTypesPage />
       ) : (

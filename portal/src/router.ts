@@ -4,13 +4,19 @@
 export type Route =
   | { page: 'endpoints' }
   | { page: 'endpoint'; id: string }
-  | { page: 'delivery'; id: string; delivery: string }
+  | { page: 'delivery'; id: string | null; delivery: string }
+  | { page: 'event'; event: string }
   | { page: 'event-types' }
   | { page: 'missing' };
 
 const ID = '([1-9]\\d{0,18})';
 const ENDPOINT = new RegExp(`^/portal/endpoints/${ID}$`);
 const DELIVERY = new RegExp(`^/portal/endpoints/${ID}/deliveries/${ID}$`);
+/** A delivery found by its id alone (the header's search): its endpoint is not in the reply. */
+const DELIVERY_ONLY = new RegExp(`^/portal/deliveries/${ID}$`);
+/** An event id as the service makes them (`evt_` and 32 hex digits), and room for other forms. */
+export const EVENT_ID = /^evt_[A-Za-z0-9]{1,64}$/;
+const EVENT = /^\/portal\/events\/(evt_[A-Za-z0-9]{1,64})$/;
 
 export function routeOf(path: string): Route {
   if (path === '/portal/' || path === '/portal') return { page: 'endpoints' };
@@ -19,13 +25,20 @@ export function routeOf(path: string): Route {
   if (endpoint) return { page: 'endpoint', id: endpoint[1] as string };
   const delivery = DELIVERY.exec(path);
   if (delivery) return { page: 'delivery', id: delivery[1] as string, delivery: delivery[2] as string };
+  const only = DELIVERY_ONLY.exec(path);
+  if (only) return { page: 'delivery', id: null, delivery: only[1] as string };
+  const event = EVENT.exec(path);
+  if (event) return { page: 'event', event: event[1] as string };
   return { page: 'missing' };
 }
 
 export const paths = {
   endpoints: '/portal/',
   endpoint: (id: string) => `/portal/endpoints/${id}`,
-  delivery: (id: string, delivery: string) => `/portal/endpoints/${id}/deliveries/${delivery}`,
+  /** A delivery's page; without its endpoint (not known from a delivery id alone), by the id only. */
+  delivery: (id: string | null, delivery: string) =>
+    id === null ? `/portal/deliveries/${delivery}` : `/portal/endpoints/${id}/deliveries/${delivery}`,
+  event: (event: string) => `/portal/events/${event}`,
   eventTypes: '/portal/event-types',
 };
 

@@ -21,6 +21,15 @@ export function Link({ href, children, class: className }: { href: string; child
   );
 }
 
+/**
+ * A URL that wraps after its `/` and `.` (a line break may come there; `<wbr>` adds no character,
+ * so the text, its copy and its accessible name stay the URL).
+ */
+export function Url({ url }: { url: string }) {
+  const pieces = url.split(/(?<=[/.])/);
+  return <>{pieces.map((piece, i) => (i === pieces.length - 1 ? piece : [piece, <wbr />]))}</>;
+}
+
 /** The page's heading: focused when the page opens, so a screen reader announces the new page. */
 export function Heading({ children }: { children?: Child }) {
   const ref = useRef<HTMLHeadingElement>(null);

@@ -10,6 +10,9 @@ import type { AttemptRecord, DeliveryChange } from './store/sending';
 /** However short AUTO_DISABLE_AFTER_HOURS, two failures at least this far apart are needed. */
 const MIN_FAILING_HOURS = 12;
 
+/** Hours of nothing but failures after which a webhook is disabled (at its next failed attempt). */
+export const failingHours = (config: DeliveryConfig) => Math.max(config.autoDisableHours, MIN_FAILING_HOURS);
+
 /** Everything a pass records: in the endpoint's object (attempts, changes) and in D1 (health, disable). */
 export interface PassRecord {
   attempts: AttemptRecord[];
@@ -50,7 +53,7 @@ export function recordOf(dispatched: Dispatched[], config: DeliveryConfig, now: 
       health.set(row.webhook_id, { webhook_id: row.webhook_id, ok: false, at: iso(at) });
     if (!ok) {
       // One candidate per webhook (one audit record): 410 if any attempt of the pass got one.
-      const hours = Math.max(config.autoDisableHours, MIN_FAILING_HOURS);
+      const hours = failingHours(config);
       const before = disable.get(row.webhook_id);
       disable.set(row.webhook_id, {
         webhook_id: row.webhook_id,

@@ -1,8 +1,10 @@
 import type { Context, MiddlewareHandler } from 'hono';
 import type { HonoBase } from 'hono/hono-base';
 import { appClaim } from '../auth/config';
+import { deliveryConfig } from '../core/delivery-settings';
 import { ConfigError } from '../core/errors';
 import { perIsolate } from '../core/settings';
+import { failingHours } from '../deliveries/record';
 import type { AppEnv } from '../http/app-env';
 import { Code, envelope, requestId } from '../http/envelope';
 
@@ -12,7 +14,8 @@ import { Code, envelope, requestId } from '../http/envelope';
 // /portal/ that is neither an asset nor one of the page's own routes answers the 404 envelope.
 
 /** The page's own routes (portal/src/router.ts): each is answered with the page, index.html. */
-const PAGE_ROUTES = /^\/portal\/(?:endpoints\/[1-9]\d{0,18}(?:\/deliveries\/[1-9]\d{0,18})?|event-types)$/;
+const PAGE_ROUTES =
+  /^\/portal\/(?:endpoints\/[1-9]\d{0,18}(?:\/deliveries\/[1-9]\d{0,18})?|deliveries\/[1-9]\d{0,18}|events\/evt_[A-Za-z0-9]{1,64}|event-types)$/;
 /** Script and style are named by a hash of their content: they never change, and are cached for a year. */
 const FINGERPRINTED = /^\/portal\/[a-z]+-[\w-]{10}\.(?:js|css)$/;
 
@@ -91,17 +94,33 @@ const withSecurityHeaders: MiddlewareHandler<AppEnv> = async (c, next) => {
 };
 
 /**
- * The page with the name of the claim that names the application (JWT_APP_CLAIM) in its
- * `<meta name="app-claim">`: the page shows that claim of its token, as the service reads it.
+ * The page with what it shows from the service's settings: the name of the claim that names the
+ * application (JWT_APP_CLAIM, `<meta name="app-claim">`), so the page shows that claim of its token
+ * as the service reads it; and the hours of failures after which the service disables a webhook
+ * (AUTO_DISABLE_AFTER_HOURS, at least 12: `<meta name="auto-disable-hours">`), so a failing
+ * endpoint's page says when it will be disabled (no reply of the API carries it). A
+ * refused delivery setting leaves the template's default: no delivery is sent until it is fixed.
  */
-const withAppClaim = (page: Response, env: CloudflareBindings) =>
-  new HTMLRewriter()
+function withSettings(page: Response, env: CloudflareBindings) {
+  let hours: number | null = null;
+  try {
+    hours = failingHours(deliveryConfig(env));
+  } catch {
+    // A ConfigError: deliveries fail closed, and the logs of the paths that make them name it.
+  }
+  return new HTMLRewriter()
     .on('meta[name="app-claim"]', {
       element(meta) {
         meta.setAttribute('content', appClaim(env));
       },
     })
+    .on('meta[name="auto-disable-hours"]', {
+      element(meta) {
+        if (hours !== null) meta.setAttribute('content', String(hours));
+      },
+    })
     .transform(page);
+}
 
 async function portal(c: Context<AppEnv>): Promise<Response> {
   const url = new URL(c.req.url);
@@ -122,8 +141,8 @@ async function portal(c: Context<AppEnv>): Promise<Response> {
   }
   // The asset's headers are immutable: a copy takes the security headers.
   const page = res.headers.get('content-type')?.startsWith('text/html') === true;
-  const reply = new Response(page ? withAppClaim(res, c.env).body : res.body, res);
-  // The page's length changes with the claim's name.
+  const reply = new Response(page ? withSettings(res, c.env).body : res.body, res);
+  // The page's length changes with the settings written into it.
   if (page) reply.headers.delete('content-length');
   reply.headers.set(
     'cache-control',

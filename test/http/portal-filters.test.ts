@@ -1,8 +1,9 @@
 // The endpoint page's content filter, ordering and value set in a real browser (the vitest project
-// `browser`, as test/http/portal.test.ts): a filter edited and shown, a refused one with the
-// service's reason and nothing saved, Try filter against the catalog's examples, values pasted and
-// counted, a read-only link without any of the controls, and the page at 390 px. What the page did
-// is checked through the API too.
+// `browser`, as test/http/portal.test.ts): what an endpoint receives said in words, a filter edited
+// and shown, a refused one with the service's reason and nothing saved, Try filter against the
+// catalog's examples and an example edited, values pasted and counted, the set's values paged,
+// searched and removed (its panel only where the filter uses $in_set), a read-only link without
+// any of the controls, and the page at 390 px. What the page did is checked through the API too.
 import { randomBytes } from 'node:crypto';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
@@ -53,6 +54,18 @@ async function register(appId: string, name: string, extra: Record<string, unkno
   return res.value.webhook_id;
 }
 
+/** A webhook of `appId` (its id) registered with the JSON text `fields` (numbers sent as written). */
+async function registerText(appId: string, name: string, fields: string) {
+  const res = await fetch(`${base}${PATH}`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${await tokenFor(appId)}`, 'content-type': 'application/json' },
+    body: `{"url":"https://hooks.example.com/${name}",${fields}}`,
+  });
+  const text = await res.text();
+  expect(res.status, text).toBe(201);
+  return (JSON.parse(text) as { value: { webhook_id: number } }).value.webhook_id;
+}
+
 /** The webhook as the API shows it. */
 async function stored(appId: string, id: number) {
   const res = await api<Record<string, unknown>>(appId, 'GET', `${PATH}?webhook_id=${id}`);
@@ -77,7 +90,7 @@ async function openEndpoint(token: string, id: number, { width = 1280, height = 
   contexts.push({ context, errors });
   await page.goto(`${base}/portal/endpoints/${id}#token=${token}`);
   await page.getByRole('heading', { level: 1 }).waitFor();
-  await page.getByText(/^Value set: /).waitFor();
+  await page.getByRole('region', { name: 'Value set' }).waitFor();
   return page;
 }
 
@@ -265,7 +278,7 @@ describe('the portal: filters, ordering and value sets', () => {
 
   it('a set of 100,000 values refuses more: the 409 is shown as text, and the count stays', async () => {
     const app = appOf('full');
-    const id = await register(app, 'full');
+    const id = await register(app, 'full', { filter: { 'data.owner': { $in_set: true } } });
     for (let chunk = 0; chunk < 100; chunk += 1) {
       const add = Array.from({ length: 1000 }, (_, i) => `v${chunk * 1000 + i}`);
       const res = await api(app, 'POST', `${PATH}/values`, { webhook_id: id, add });
@@ -287,13 +300,21 @@ describe('the portal: filters, ordering and value sets', () => {
 
   it('a read-only link shows the filter, ordering and set size, and no control that edits them', async () => {
     const app = appOf('ro');
-    const filter = { 'data.token_id': { $gte: '100', $lt: '200' } };
+    const filter = { 'data.token_id': { $gte: '100', $lt: '200' }, 'data.owner': { $in_set: true } };
     const id = await register(app, 'ro', { filter, ordering: 'fifo' });
     expect((await api(app, 'POST', `${PATH}/values`, { webhook_id: id, add: ['a', 'b', 'c'] })).status).toBe(200);
     const page = await openEndpoint(await tokenFor(app, 'webhooks:read'), id);
     await page.getByText('Value set: 3 values').waitFor();
     expect(JSON.parse((await fact(page, 'Filter').textContent()) ?? '')).toEqual(filter);
     expect(await fact(page, 'Ordering').textContent()).toBe('FIFO');
+    // The values are listed, without a Remove button.
+    await page.getByRole('list', { name: "The set's values" }).getByText('a', { exact: true }).waitFor();
+    expect(await page.getByRole('list', { name: "The set's values" }).locator('li').allInnerTexts()).toEqual([
+      'a',
+      'b',
+      'c',
+    ]);
+    expect(await page.getByRole('button', { name: /^Remove / }).count()).toBe(0);
     for (const name of ['Edit', 'Save', 'Add values', 'Remove values', 'Try filter']) {
       expect(await button(page, name).count(), name).toBe(0);
     }
@@ -301,6 +322,193 @@ describe('the portal: filters, ordering and value sets', () => {
       expect(await page.getByLabel(label, { exact: true }).count(), label).toBe(0);
     }
     expect(await page.locator('textarea, select[name="ordering"]').count()).toBe(0);
+  });
+
+  it('what an endpoint receives is said once, in words, from its event types and its filter together', async () => {
+    const app = appOf('receives');
+    const cases: [number, string][] = [
+      [await register(app, 'all'), 'All events'],
+      [await register(app, 'types', { event_types: ['NEW_NFT', 'MOD_NFT'] }), 'NEW_NFT and MOD_NFT events'],
+      [
+        await register(app, 'priced', { filter: { type: 'NEW_NFT', 'data.price': { $gte: 100 } } }),
+        'NEW_NFT events whose data.price ≥ 100',
+      ],
+      [
+        await register(app, 'narrowed', {
+          event_types: ['NEW_NFT', 'MOD_NFT'],
+          filter: { type: { $in: ['MOD_NFT', 'BURN'] } },
+        }),
+        'MOD_NFT events',
+      ],
+      [
+        // A number past a double's digits, sent and shown as written.
+        await registerText(app, 'wei', '"filter":{"data.price":{"$gt":12345678901234567890123}}'),
+        'Events of every type whose data.price > 12345678901234567890123',
+      ],
+      [
+        await register(app, 'either', {
+          filter: {
+            $or: [{ 'data.contract': CONTRACT }, { 'data.owner': { $in_set: true } }],
+            $not: { 'data.to': { $exists: true } },
+            'data.token_id': { $gte: '1000', $lte: '1999' },
+          },
+        }),
+        `Events of every type whose (data.contract is "${CONTRACT}" or data.owner is in the value set) and not (data.to is present) and data.token_id ≥ 1000 and data.token_id ≤ 1999`,
+      ],
+      [
+        await register(app, 'disjoint', { event_types: ['NEW_NFT'], filter: { type: 'MOD_NFT' } }),
+        'No events: its filter names no type among its event types',
+      ],
+    ];
+    const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+    context.setDefaultTimeout(10_000);
+    const page = await context.newPage();
+    const errors: string[] = [];
+    page.on('pageerror', (e) => errors.push(e.message));
+    contexts.push({ context, errors });
+    await page.goto(`${base}/portal/#token=${await tokenFor(app)}`);
+    const rows = page.getByRole('table', { name: 'Endpoints' }).locator('tbody tr');
+    await expect.poll(() => rows.count()).toBe(cases.length);
+    for (const [id, text] of cases) {
+      const url = String((await stored(app, id)).url);
+      const row = rows.filter({ has: page.getByRole('link', { name: url, exact: true }) });
+      expect(await row.locator('td[data-label="Receives"]').textContent(), url).toBe(text);
+    }
+    // On an endpoint's page, once: no Event types beside a filter that limits the type.
+    await page.getByRole('link', { name: 'https://hooks.example.com/priced', exact: true }).click();
+    await fact(page, 'Receives').getByText('NEW_NFT events whose data.price ≥ 100', { exact: true }).waitFor();
+    expect(await fact(page, 'Event types').count()).toBe(0);
+    expect(await page.getByText('Event types: All').count()).toBe(0);
+  });
+
+  it('the value set panel shows only where the filter uses $in_set: its values paged, searched by prefix and removed one by one', async () => {
+    const app = appOf('set-list');
+    const plain = await register(app, 'plain', { filter: { type: 'NEW_NFT' } });
+    const page = await openEndpoint(await tokenFor(app), plain);
+    const panel = page.getByRole('region', { name: 'Value set' });
+    expect(await panel.textContent()).toBe('No value set: add $in_set to the filter to use one.');
+    expect(await page.getByLabel('Values', { exact: true }).count()).toBe(0);
+    expect(await page.getByRole('list', { name: "The set's values" }).count()).toBe(0);
+
+    // 250 values: pages of 100, in order.
+    const id = await register(app, 'owners', { filter: { 'data.owner': { $in_set: true } } });
+    const values = Array.from({ length: 250 }, (_, i) => `v${String(i).padStart(3, '0')}`);
+    for (let i = 0; i < values.length; i += 100) {
+      expect((await api(app, 'POST', `${PATH}/values`, { webhook_id: id, add: values.slice(i, i + 100) })).status).toBe(
+        200,
+      );
+    }
+    await page.goto(`${base}/portal/endpoints/${id}`);
+    const list = page.getByRole('list', { name: "The set's values" });
+    const items = list.locator('li code');
+    await page.getByText('Value set: 250 values').waitFor();
+    await expect.poll(() => items.count()).toBe(100);
+    expect(await items.allInnerTexts()).toEqual(values.slice(0, 100));
+    await button(page, 'Load more values').click();
+    await expect.poll(() => items.count()).toBe(200);
+    await button(page, 'Load more values').click();
+    await expect.poll(() => items.count()).toBe(250);
+    expect(await items.allInnerTexts()).toEqual(values);
+    expect(await button(page, 'Load more values').count()).toBe(0);
+
+    // Search: the values that start with what is typed.
+    const search = page.getByRole('searchbox', { name: 'Search values' });
+    await search.fill('v24');
+    await expect.poll(() => items.allInnerTexts()).toEqual(values.slice(240, 250));
+    await page.getByText('10 of the 250 values loaded start with “v24”.').waitFor();
+    await search.fill('V00');
+    await expect.poll(() => items.allInnerTexts()).toEqual(values.slice(0, 10));
+
+    // Remove one: gone from the list and from the set.
+    await page.getByRole('button', { name: 'Remove v003', exact: true }).click();
+    await page.getByText('Value set: 249 values').waitFor();
+    await expect.poll(() => items.allInnerTexts()).toEqual(values.slice(0, 10).filter((v) => v !== 'v003'));
+    expect(await setSize(app, id)).toBe(249);
+    const left = await api<{ values: string[] }>(app, 'GET', `${PATH}/values?webhook_id=${id}&limit=5`);
+    expect(left.value.values).toEqual(['v000', 'v001', 'v002', 'v004', 'v005']);
+  });
+
+  it('Try filter: the example event is the catalog example of the chosen type, and an edit of it is what is tried', async () => {
+    const app = appOf('try-edit');
+    const id = await register(app, 'try-edit');
+    const catalog = await api<{ event_types: { type: string; example: unknown }[] }>(
+      app,
+      'GET',
+      '/v1.0/app/nft/event-types',
+    );
+    const exampleOf = (type: string) => catalog.value.event_types.find((t) => t.type === type)?.example;
+    const page = await openEndpoint(await tokenFor(app), id);
+    await button(page, 'Edit').click();
+    const example = page.getByLabel('Example event', { exact: true });
+    const outcome = page.locator('.try-outcome');
+    await page.getByLabel('Example event type').selectOption('NEW_NFT');
+    await expect
+      .poll(async () => JSON.parse((await example.inputValue()) || 'null'))
+      .toEqual({
+        type: 'NEW_NFT',
+        data: exampleOf('NEW_NFT'),
+      });
+    const tried: string[] = [];
+    page.on('request', (r) => {
+      if (r.url().endsWith('/webhook/filter/test')) tried.push(r.postData() ?? '');
+    });
+
+    // The catalog's token 1002 is below the floor: no match. Edited to 2001 (typed as a string
+    // of digits, as token ids go): a match; the edit is what was sent.
+    await page.getByLabel('Filter', { exact: true }).fill('{"data.token_id": {"$gte": "2000"}}');
+    await button(page, 'Try filter').click();
+    await expect.poll(() => outcome.textContent()).toBe('Does not match');
+    await example.fill((await example.inputValue()).replace('"token_id": "1002"', '"token_id": "2001"'));
+    await button(page, 'Try filter').click();
+    await expect.poll(() => outcome.textContent()).toBe('Matches');
+    expect(JSON.parse(tried[1] ?? '{}').event).toEqual({
+      type: 'NEW_NFT',
+      data: { ...(exampleOf('NEW_NFT') as object), token_id: '2001' },
+    });
+    // Another type brings its own example back.
+    await page.getByLabel('Example event type').selectOption('MEMBER_NFT_ADD');
+    expect(JSON.parse(await example.inputValue())).toEqual({
+      type: 'MEMBER_NFT_ADD',
+      data: exampleOf('MEMBER_NFT_ADD'),
+    });
+
+    // An example that is no event is refused by the page, nothing sent.
+    await example.fill('{"type": "NEW_NFT", "data": [1]}');
+    await button(page, 'Try filter').click();
+    await page.getByRole('alert').filter({ hasText: 'Example event: "data" must be a JSON object.' }).waitFor();
+    expect(tried.length).toBe(2);
+    expect((await stored(app, id)).filter).toBeNull();
+  });
+
+  it("Try filter: a miss says which condition failed and what the event had, from the reply's why", async () => {
+    // The shape the service answers a miss with (its `why`), given here by the browser's route:
+    // this checks how the page says it, whatever the service under test answers.
+    const app = appOf('try-why');
+    const id = await register(app, 'try-why');
+    const page = await openEndpoint(await tokenFor(app), id);
+    await button(page, 'Edit').click();
+    const answers = [
+      { path: 'data.token_id', operator: '$gte', expected: '2000', found: '1002' },
+      { path: 'data.price', operator: '$lt', expected: 5 },
+      { path: 'data.to', operator: '$in_set', expected: true, found: '0xabc' },
+    ];
+    let n = 0;
+    await page.route(`${base}/v1.0/app/nft/webhook/filter/test`, (route) =>
+      route.fulfill({
+        status: 200,
+        contentType: 'application/json',
+        body: JSON.stringify({ return: 0, message: 'success', value: { matches: false, why: answers[n++] } }),
+      }),
+    );
+    const why = page.locator('.try-why');
+    await page.getByLabel('Filter', { exact: true }).fill('{"data.token_id": {"$gte": "2000"}}');
+    await button(page, 'Try filter').click();
+    await expect.poll(() => why.textContent()).toBe('data.token_id ≥ 2000 does not hold: data.token_id is "1002".');
+    expect(await page.locator('.try-outcome').textContent()).toBe('Does not match');
+    await button(page, 'Try filter').click();
+    await expect.poll(() => why.textContent()).toBe('data.price < 5 does not hold: data.price is missing.');
+    await button(page, 'Try filter').click();
+    await expect.poll(() => why.textContent()).toBe('data.to is in the value set does not hold: data.to is "0xabc".');
   });
 
   it('at 390 px the page stays usable: no sideways scroll, the filter and value controls in reach', async () => {

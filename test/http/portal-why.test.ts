@@ -1,9 +1,12 @@
 // The portal says why, in a real browser (the vitest project `browser`, as test/http/portal.test.ts):
 // an endpoint the service disabled shows why and since when, on its open page and in the list,
-// apart from one disabled by hand; health counts the failed attempts of deliveries still retrying
-// and stays current; operations a disabled endpoint refuses say to enable it first; a delivery shows
-// the request that was sent; a deletion says so; an expired link shows only its notice; the tables
-// keep State and Last result in view at 390 px. What the page shows is checked against the API.
+// apart from one disabled by hand; a failing endpoint shows Failing and a warning that says what
+// is happening and what to do; health counts the failed attempts of deliveries still retrying,
+// rounds to the nearest tenth and stays current; operations a disabled endpoint refuses say to
+// enable it first; a delivery shows the request that was sent; a deletion says so; an expired link
+// shows only its notice; at 390 px the tables keep State and Last result in view, and a failing
+// endpoint's page its state, warning and actions on the first screen. What the page shows is
+// checked against the API.
 import { randomBytes } from 'node:crypto';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
@@ -86,6 +89,42 @@ const button = (page: Page, name: string) => page.getByRole('button', { name, ex
 const rowsOf = (page: Page, table: string) => page.getByRole('table', { name: table }).locator('tbody tr');
 const state = (page: Page) => page.locator('dl.facts dt:text-is("State") + dd');
 const health = (page: Page) => page.getByRole('region', { name: 'Health' });
+const warning = (page: Page) => page.getByRole('region', { name: 'This endpoint is failing' });
+/** The value of the term `term` in the failing endpoint's warning. */
+const warned = (page: Page, term: string) => warning(page).locator(`dt:text-is("${term}") + dd`);
+
+interface Delivery {
+  delivery_id: string;
+  status: string;
+  attempts: number;
+  next_attempt_at: string | null;
+  last_attempt_at: string | null;
+  last_status: number | null;
+}
+
+/**
+ * A webhook of `app` that succeeded once and then failed: its receiver answers the first request
+ * 204, then 503 asking for an hour (Retry-After), so its second delivery waits an hour, pending.
+ * Returns it as it stands once the service has seen it fail, with that delivery.
+ */
+async function failingWebhook(app: string, path: string) {
+  receiver.answer(path, (n) => (n === 1 ? { status: 204 } : { status: 503, headers: { 'retry-after': '3600' } }));
+  const hook = await register(app, path);
+  for (let n = 1; n <= 2; n++) {
+    expect((await api(app, 'POST', `${PATH}/test`, { webhook_id: hook.webhook_id })).status).toBe(202);
+    await receiver.waitFor(path, n);
+  }
+  const webhook = await until('failing_since', async () => {
+    const w = await stored(app, hook.webhook_id);
+    return w.failing_since !== null ? w : undefined;
+  });
+  const waiting = await until('the delivery waiting an hour', async () => {
+    const log = await api<{ deliveries: Delivery[] }>(app, 'GET', `${PATH}/delivery?webhook_id=${hook.webhook_id}`);
+    const d = log.value.deliveries.find((x) => x.last_status === 503 && x.next_attempt_at !== null);
+    return d ?? undefined;
+  });
+  return { webhook, waiting };
+}
 
 describe('the portal says why', () => {
   it('a 410 disables the endpoint: the open page says so with the reason and time, the list too, apart from one disabled by hand', async () => {
@@ -137,6 +176,64 @@ describe('the portal says why', () => {
     expect(await state(page).textContent()).toBe('Enabled');
     expect(await button(page, 'Send test event').isDisabled()).toBe(false);
     expect(await stored(app, gone.webhook_id)).toMatchObject({ is_enabled: true, disabled_reason: null });
+  });
+
+  it('a failing endpoint shows Failing, not Enabled, in the list and on its page, with a warning: since when, the last result, the failure rate, the next attempt, when it would be disabled, what to do', async () => {
+    const app = appOf('failing');
+    const { webhook, waiting } = await failingWebhook(app, '/why-failing');
+    const healthy = await register(app, '/why-healthy');
+
+    const page = await open(app, '/portal/');
+    await until('two rows', async () => (await rowsOf(page, 'Endpoints').count()) === 2);
+    const row = rowsOf(page, 'Endpoints').filter({ hasText: webhook.url });
+    const badge = row.locator('td[data-label="State"] .badge');
+    // Failing is said, and shown as a warning: not the green of Enabled.
+    await badge.getByText('Failing', { exact: true }).waitFor();
+    expect(await row.locator('td[data-label="State"]').textContent()).toMatch(
+      /^FailingEnabled, but every attempt has failed since .+\.$/,
+    );
+    expect(await row.locator('td[data-label="State"] time').getAttribute('datetime')).toBe(webhook.failing_since);
+    const enabled = rowsOf(page, 'Endpoints').filter({ hasText: healthy.url }).locator('td[data-label="State"] .badge');
+    expect(await enabled.textContent()).toBe('Enabled');
+    const colour = (l: typeof badge) => l.evaluate((e) => getComputedStyle(e).color);
+    expect(await colour(badge)).not.toBe(await colour(enabled));
+
+    await page.getByRole('link', { name: webhook.url, exact: true }).click();
+    await warning(page).waitFor();
+    expect(await state(page).textContent()).toBe('Failing');
+    expect(await warned(page, 'Since').locator('time').getAttribute('datetime')).toBe(webhook.failing_since);
+    // The last attempt's result, and the hour the receiver asked for.
+    await warned(page, 'Last result')
+      .getByText(/^HTTP 503 at /)
+      .waitFor();
+    expect(await warned(page, 'Last result').locator('time').getAttribute('datetime')).toBe(waiting.last_attempt_at);
+    expect(await warned(page, 'Next attempt').locator('time').getAttribute('datetime')).toBe(waiting.next_attempt_at);
+    // Of the last 24 hours' attempts, as the health counts them: one of two failed.
+    await warned(page, 'Failure rate').getByText('1 of 2 attempts failed in 24 hours (50.0%)').waitFor();
+    // Disabled after AUTO_DISABLE_AFTER_HOURS of failures (this run: the default, 120 hours).
+    const off = new Date(Date.parse(webhook.failing_since as string) + 120 * 3_600_000).toISOString();
+    expect(await warned(page, 'Disabled').locator('time').getAttribute('datetime')).toBe(off);
+    expect(await warned(page, 'Disabled').textContent()).toMatch(
+      /^At its first failed attempt after .+ \(120 hours of failures\), if it keeps failing$/,
+    );
+    // What to do, with the way to the Recover form.
+    expect(await warning(page).locator('p').textContent()).toBe(
+      'What to do: check that your receiver is up and answers with a 2xx status. Once it answers, the next attempt succeeds and this warning goes; then Recover the deliveries that failed meanwhile.',
+    );
+    await warning(page).getByRole('link', { name: 'Recover' }).click();
+    await expect.poll(() => page.evaluate(() => location.hash)).toBe('#recover');
+    expect(await page.getByRole('group', { name: 'Recover' }).isVisible()).toBe(true);
+    expect(await stored(app, webhook.webhook_id)).toMatchObject({
+      is_enabled: true,
+      failing_since: webhook.failing_since,
+    });
+
+    // A healthy endpoint has no warning.
+    await page.getByRole('link', { name: 'All endpoints' }).click();
+    await page.getByRole('link', { name: healthy.url, exact: true }).click();
+    await page.getByRole('region', { name: 'Health' }).waitFor();
+    expect(await state(page).textContent()).toBe('Enabled');
+    expect(await warning(page).count()).toBe(0);
   });
 
   it('the demo application (scripts/seed.sql) shows its disabled endpoint as disabled by hand', async () => {
@@ -207,6 +304,32 @@ describe('the portal says why', () => {
     expect(
       Math.max(...(await failed.evaluateAll((rects) => rects.map((r) => Number(r.getAttribute('height')))))),
     ).toBeGreaterThan(0);
+  });
+
+  it('health rounds to the nearest tenth: 4 attempts of 11 succeeded is 36.4 %, not 36.3 %', async () => {
+    const app = appOf('round');
+    // Four deliveries one after the other: 3 failures then a success, the same, 1 failure then a
+    // success, a success: 11 attempts, 4 succeeded (36.36 %).
+    const answers = [500, 500, 500, 204, 500, 500, 500, 204, 500, 204, 204];
+    receiver.answer('/why-round', (n) => ({ status: answers[n - 1] ?? 204 }));
+    const hook = await register(app, '/why-round');
+    for (const after of [4, 8, 10, 11]) {
+      expect((await api(app, 'POST', `${PATH}/test`, { webhook_id: hook.webhook_id })).status).toBe(202);
+      await receiver.waitFor('/why-round', after, 20_000);
+    }
+    const stats = await until('the eleven attempts counted', async () => {
+      const s = await api<{ last_24h: Record<string, number> }>(
+        app,
+        'GET',
+        `${PATH}/stats?webhook_id=${hook.webhook_id}`,
+      );
+      return s.value.last_24h.attempts === 11 && s.value.last_24h.succeeded === 4 ? s.value : undefined;
+    });
+    expect(stats.last_24h).toMatchObject({ succeeded: 4, failed: 0, attempts: 11, failed_attempts: 7 });
+    const page = await open(app, `/portal/endpoints/${hook.webhook_id}`);
+    await health(page)
+      .getByText('Last 24 hours: 4 succeeded, 0 failed; 11 attempts, 7 failed (36.4% succeeded)', { exact: true })
+      .waitFor();
   });
 
   it("a delivery's page shows the request that was sent, never a secret, and says when a response body is empty", async () => {
@@ -319,5 +442,35 @@ describe('the portal says why', () => {
     await inView(page, 'td[data-label="Last result"]');
     expect(await page.locator('td[data-label="Last result"]').first().textContent()).toBe('HTTP 204');
     await inView(page, 'td[data-label="Status"]');
+  });
+
+  it("at 390 x 844 a failing endpoint's page shows its state, the warning and the actions on the first screen", async () => {
+    const app = appOf('fold');
+    const { webhook } = await failingWebhook(app, '/why-fold');
+    const page = await open(app, `/portal/endpoints/${webhook.webhook_id}`, { width: 390, height: 844 });
+    await warned(page, 'Last result')
+      .getByText(/^HTTP 503 at /)
+      .waitFor();
+    await warned(page, 'Next attempt').locator('time').waitFor();
+    await page
+      .getByRole('region', { name: 'Health' })
+      .getByText(/^Last 24 hours: /)
+      .waitFor();
+    expect(await page.evaluate(() => window.scrollY)).toBe(0);
+    const bottom = async (what: string, l: ReturnType<Page['locator']>) => {
+      const box = await l.boundingBox();
+      expect(box, what).not.toBeNull();
+      expect(box!.y + box!.height, what).toBeLessThanOrEqual(844);
+      expect(box!.x + box!.width, what).toBeLessThanOrEqual(390);
+      return box!.y + box!.height;
+    };
+    await bottom('state', state(page).locator('.badge'));
+    expect(await state(page).locator('.badge').textContent()).toBe('Failing');
+    await bottom('warning', warning(page));
+    const actions = page.getByRole('region', { name: 'Actions' });
+    await bottom('actions', actions);
+    for (const name of ['Disable', 'Edit', 'Delete', 'Show secret', 'Rotate secret']) {
+      await bottom(name, actions.getByRole('button', { name, exact: true }));
+    }
   });
 });

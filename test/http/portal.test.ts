@@ -161,7 +161,7 @@ describe('the portal in a browser', () => {
     expect(total).toBeLessThanOrEqual(100 * 1024);
   });
 
-  it('list: the table "Endpoints", with URL, description, state, event types (or All) and creation; Load more', async () => {
+  it('list: the table "Endpoints", with URL, state, what each receives (or All events) and creation, no Description column while none has one; Load more', async () => {
     const app = appOf('list');
     for (let i = 1; i <= 22; i++) {
       await register(
@@ -174,16 +174,54 @@ describe('the portal in a browser', () => {
     const { page } = await open(await tokenFor(app));
     const rows = rowsOf(page, 'Endpoints');
     await until('the first page', async () => (await rows.count()) === 20);
+    // An empty column takes no room: no endpoint has a description.
+    const headers = await page.getByRole('table', { name: 'Endpoints' }).getByRole('columnheader').allInnerTexts();
+    expect(headers).toEqual(['URL', 'State', 'Receives', 'Created']);
     const first = await rows.nth(0).locator('td').allInnerTexts();
-    expect(first[0]).toBe(receiver.url('/list/01'));
-    expect(first[2]).toBe('Enabled');
-    expect(first[3]).toBe('All');
-    expect((await rows.nth(1).locator('td').allInnerTexts())[3]).toBe('NEW_NFT, MOD_NFT');
+    expect(first.slice(0, 3)).toEqual([receiver.url('/list/01'), 'Enabled', 'All events']);
+    expect((await rows.nth(1).locator('td').allInnerTexts())[2]).toBe('NEW_NFT and MOD_NFT events');
     // Disabled by the application (PUT): said so, with when.
-    expect((await rows.nth(2).locator('td').allInnerTexts())[2]).toMatch(/^Disabled\nDisabled by hand on .+\.$/);
+    expect((await rows.nth(2).locator('td').allInnerTexts())[1]).toMatch(/^Disabled\nDisabled by hand on .+\.$/);
     await button(page, 'Load more').click();
     await until('the second page', async () => (await rows.count()) === 22);
     expect(await button(page, 'Load more').count()).toBe(0);
+  });
+
+  it('list: a long URL wraps after its / and . only, and reads and copies as the URL', async () => {
+    const app = appOf('wrap');
+    const url = receiver.url('/inbound/notifications/marketplace/deliveries.nft.json');
+    await register(app, '/inbound/notifications/marketplace/deliveries.nft.json');
+    const { page } = await open(await tokenFor(app), { width: 390, height: 844 });
+    const link = page.getByRole('link', { name: url, exact: true });
+    await link.waitFor();
+    expect(await link.textContent()).toBe(url);
+    // The link's text as it is laid out, line by line.
+    const lines = await link.evaluate((a) => {
+      const out: string[] = [];
+      let top: number | null = null;
+      let line = '';
+      const walker = document.createTreeWalker(a, NodeFilter.SHOW_TEXT);
+      for (let node = walker.nextNode() as Text | null; node; node = walker.nextNode() as Text | null) {
+        for (let i = 0; i < node.data.length; i++) {
+          const range = document.createRange();
+          range.setStart(node, i);
+          range.setEnd(node, i + 1);
+          const at = Math.round(range.getBoundingClientRect().top);
+          if (top !== null && at > top + 2) {
+            out.push(line);
+            line = '';
+          }
+          top = at;
+          line += node.data[i];
+        }
+      }
+      out.push(line);
+      return out;
+    });
+    expect(lines.join('')).toBe(url);
+    expect(lines.length).toBeGreaterThan(1);
+    for (const line of lines.slice(0, -1)) expect(line).toMatch(/[/.]$/);
+    expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(390);
   });
 
   it('add: Add endpoint, Endpoint URL, Create; the secret shown once with Copy; a refused URL shows the reason by the form', async () => {
@@ -251,7 +289,8 @@ describe('the portal in a browser', () => {
     await page.locator('[data-secret]').waitFor();
     await until('the new row', async () => (await rowsOf(page, 'Endpoints').count()) === 1);
     const cells = await rowsOf(page, 'Endpoints').nth(0).locator('td').allInnerTexts();
-    expect(cells.slice(0, 4)).toEqual([url, 'Mints <b>and</b> edits', 'Enabled', 'NEW_NFT, MOD_NFT']);
+    // One endpoint has a description: the column is there.
+    expect(cells.slice(0, 4)).toEqual([url, 'Mints <b>and</b> edits', 'Enabled', 'NEW_NFT and MOD_NFT events']);
     const list = await api<{ webhooks: { description: string; rate_limit: number; event_types: string[] }[] }>(
       app,
       'GET',
@@ -372,7 +411,8 @@ describe('the portal in a browser', () => {
     await page.getByText('No deliveries of this type.').waitFor();
     await typeFilter.selectOption('webhook.test');
     await until('the test event again', async () => (await rows.count()) === 1);
-    await rows.nth(0).getByRole('link').click();
+    // Its Created links to the delivery (its event id, to the event).
+    await rows.nth(0).locator('td[data-label="Created"]').getByRole('link').click();
     await page.getByRole('heading', { level: 1, name: 'Delivery' }).waitFor();
     const attempts = rowsOf(page, 'Attempts');
     await until('its attempt', async () => (await attempts.count()) === 1);
