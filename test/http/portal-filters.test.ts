@@ -458,6 +458,10 @@ describe('the portal: filters, ordering and value sets', () => {
     await page.getByLabel('Filter', { exact: true }).fill('{"data.token_id": {"$gte": "2000"}}');
     await button(page, 'Try filter').click();
     await expect.poll(() => outcome.textContent()).toBe('Does not match');
+    // The service's why, as the page says it.
+    await expect
+      .poll(() => page.locator('.try-why').textContent())
+      .toBe('data.token_id ≥ 2000 does not hold: data.token_id is "1002".');
     await example.fill((await example.inputValue()).replace('"token_id": "1002"', '"token_id": "2001"'));
     await button(page, 'Try filter').click();
     await expect.poll(() => outcome.textContent()).toBe('Matches');

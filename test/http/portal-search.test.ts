@@ -8,7 +8,7 @@ import { randomBytes } from 'node:crypto';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
 import { launchBrowser } from './browser';
-import { PATH, parseIds, tokenFor } from './client';
+import { PATH, tokenFor } from './client';
 import { until } from './receiver';
 import { README_RECEIVER_PORT } from './wrangler-dev';
 
@@ -43,7 +43,7 @@ async function api<T = unknown>(appId: string, method: string, path: string, bod
     body: body === undefined ? undefined : JSON.stringify(body),
   });
   const text = await res.text();
-  return { status: res.status, value: (parseIds(text) as { value?: T }).value as T, text };
+  return { status: res.status, value: (JSON.parse(text) as { value?: T }).value as T, text };
 }
 
 /** A webhook of `appId` whose receiver is not there (its attempts fail at once). */
@@ -57,7 +57,7 @@ async function register(appId: string, name: string, extra: Record<string, unkno
 }
 
 interface Delivery {
-  delivery_id: string;
+  delivery_id: number;
   event_id: string;
   type: string;
   status: string;
@@ -90,7 +90,7 @@ describe('the portal: an event or a delivery found from the header', () => {
   it("a delivery id opens the delivery's page (a reload keeps it); another application's says Not found; other text is refused", async () => {
     const app = appOf('delivery');
     const hook = await register(app, 'delivery');
-    const sent = await api<{ delivery_id: string; event_id: string }>(app, 'POST', `${PATH}/test`, {
+    const sent = await api<{ delivery_id: number; event_id: string }>(app, 'POST', `${PATH}/test`, {
       webhook_id: hook.webhook_id,
     });
     expect(sent.status, sent.text).toBe(202);
@@ -116,7 +116,7 @@ describe('the portal: an event or a delivery found from the header', () => {
 
     // Another application's delivery is not this one's to see.
     const other = await open(appOf('other'));
-    await search(other, sent.value.delivery_id);
+    await search(other, String(sent.value.delivery_id));
     const missing = other.getByRole('alert');
     await missing.waitFor();
     expect(await missing.textContent()).toBe(`Not found: this application has no delivery ${sent.value.delivery_id}.`);
@@ -182,7 +182,7 @@ describe('the portal: an event or a delivery found from the header', () => {
       expect(await row.getByRole('link', { name: hook.url, exact: true }).getAttribute('href')).toBe(
         `/portal/endpoints/${hook.webhook_id}`,
       );
-      const link = row.getByRole('link', { name: delivery.delivery_id, exact: true });
+      const link = row.getByRole('link', { name: String(delivery.delivery_id), exact: true });
       expect(await link.getAttribute('href')).toBe(
         `/portal/endpoints/${hook.webhook_id}/deliveries/${delivery.delivery_id}`,
       );
@@ -191,7 +191,7 @@ describe('the portal: an event or a delivery found from the header', () => {
     // From the event to one delivery's page.
     await rows
       .filter({ has: page.getByRole('link', { name: mints.url, exact: true }) })
-      .getByRole('link', { name: expected[0]?.delivery.delivery_id, exact: true })
+      .getByRole('link', { name: String(expected[0]?.delivery.delivery_id), exact: true })
       .click();
     await page.getByRole('heading', { level: 1, name: 'Delivery' }).waitFor();
     await fact(page, 'Event id').getByText(eventId, { exact: true }).waitFor();

@@ -11,7 +11,7 @@ import { randomBytes } from 'node:crypto';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
 import { launchBrowser } from './browser';
-import { PATH, parseIds, tokenFor } from './client';
+import { PATH, tokenFor } from './client';
 import { type Receiver, startReceiver, until } from './receiver';
 import { README_RECEIVER_PORT } from './wrangler-dev';
 
@@ -49,7 +49,7 @@ async function api<T = unknown>(appId: string, method: string, path: string, bod
     body: body === undefined ? undefined : JSON.stringify(body),
   });
   const text = await res.text();
-  return { status: res.status, value: (parseIds(text) as { value?: T }).value as T, text };
+  return { status: res.status, value: (JSON.parse(text) as { value?: T }).value as T, text };
 }
 
 interface Webhook {
@@ -94,7 +94,7 @@ const warning = (page: Page) => page.getByRole('region', { name: 'This endpoint 
 const warned = (page: Page, term: string) => warning(page).locator(`dt:text-is("${term}") + dd`);
 
 interface Delivery {
-  delivery_id: string;
+  delivery_id: number;
   status: string;
   attempts: number;
   next_attempt_at: string | null;
@@ -246,7 +246,7 @@ describe('the portal says why', () => {
   it('an operation refused because the endpoint is disabled says to enable it first, not only HTTP 409', async () => {
     const app = appOf('enable-first');
     const hook = await register(app, '/why-enable-first');
-    const sent = await api<{ delivery_id: string }>(app, 'POST', `${PATH}/test`, { webhook_id: hook.webhook_id });
+    const sent = await api<{ delivery_id: number }>(app, 'POST', `${PATH}/test`, { webhook_id: hook.webhook_id });
     await receiver.waitFor('/why-enable-first', 1);
     const page = await open(app, `/portal/endpoints/${hook.webhook_id}/deliveries/${sent.value.delivery_id}`);
     await page.getByRole('table', { name: 'Attempts' }).waitFor();
@@ -336,7 +336,7 @@ describe('the portal says why', () => {
     const app = appOf('request');
     receiver.answer('/why-request', () => ({ status: 204 }));
     const hook = await register(app, '/why-request');
-    const sent = await api<{ delivery_id: string }>(app, 'POST', `${PATH}/test`, { webhook_id: hook.webhook_id });
+    const sent = await api<{ delivery_id: number }>(app, 'POST', `${PATH}/test`, { webhook_id: hook.webhook_id });
     const [arrived] = await receiver.waitFor('/why-request', 1);
     const page = await open(app, `/portal/endpoints/${hook.webhook_id}/deliveries/${sent.value.delivery_id}`);
     await until('its attempt', async () => (await rowsOf(page, 'Attempts').count()) === 1);
@@ -382,7 +382,7 @@ describe('the portal says why', () => {
   ])('a link that has expired, opened on %s, shows only its notice, nothing of the page', async (_, path) => {
     const app = appOf('expired');
     const hook = await register(app, '/why-expired');
-    const sent = await api<{ delivery_id: string }>(app, 'POST', `${PATH}/test`, { webhook_id: hook.webhook_id });
+    const sent = await api<{ delivery_id: number }>(app, 'POST', `${PATH}/test`, { webhook_id: hook.webhook_id });
     await receiver.waitFor('/why-expired', 1);
     const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
     context.setDefaultTimeout(10_000);

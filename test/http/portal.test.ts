@@ -15,7 +15,7 @@ import { SignJWT } from 'jose';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
 import { launchBrowser } from './browser';
-import { PATH, parseIds, tokenFor } from './client';
+import { PATH, tokenFor } from './client';
 import { type Receiver, startReceiver, until } from './receiver';
 
 const base = inject('baseUrl');
@@ -79,7 +79,7 @@ async function api<T = unknown>(appId: string, method: string, path: string, bod
     body: body === undefined ? undefined : JSON.stringify(body),
   });
   const text = await res.text();
-  return { status: res.status, value: (parseIds(text) as { value?: T }).value as T, text };
+  return { status: res.status, value: (JSON.parse(text) as { value?: T }).value as T, text };
 }
 
 async function register(appId: string, path: string, extra: Record<string, unknown> = {}) {
@@ -434,7 +434,7 @@ describe('the portal in a browser', () => {
     // needs: POST /v1.0/app/nft/webhook/delivery/resend
     const app = appOf('resend');
     const { webhook_id: id } = await register(app, '/resend');
-    const sent = await api<{ delivery_id: string; event_id: string }>(app, 'POST', `${PATH}/test`, { webhook_id: id });
+    const sent = await api<{ delivery_id: number; event_id: string }>(app, 'POST', `${PATH}/test`, { webhook_id: id });
     expect(sent.status, sent.text).toBe(202);
     await receiver.waitFor('/resend', 1);
     const { page } = await open(await tokenFor(app), {
@@ -568,7 +568,7 @@ describe('the portal in a browser', () => {
   it('read-only link: no control that changes anything, on any page', async () => {
     const app = appOf('read-only');
     const { webhook_id: id } = await register(app, '/read-only');
-    const sent = await api<{ delivery_id: string }>(app, 'POST', `${PATH}/test`, { webhook_id: id });
+    const sent = await api<{ delivery_id: number }>(app, 'POST', `${PATH}/test`, { webhook_id: id });
     await receiver.waitFor('/read-only', 1);
     const { page } = await open(await tokenFor(app, 'webhooks:read'));
     await page.getByText('This link is read-only').waitFor();
