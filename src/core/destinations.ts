@@ -222,11 +222,15 @@ export function parseApiBases(value: unknown): ReadonlyMap<ApiBase, string> {
   for (const pair of setting === '' ? [] : setting.split(/\s+/)) {
     const eq = pair.indexOf('=');
     const type = pair.slice(0, eq);
-    if (eq === -1 || !API_BASES.includes(type)) throw new Error(`must be type=origin pairs (types ${API_BASES.join(', ')})`);
+    if (eq === -1 || !API_BASES.includes(type))
+      throw new Error(`must be type=origin pairs (types ${API_BASES.join(', ')})`);
     let origin: string;
     try {
       const url = new URL(pair.slice(eq + 1));
-      if ((url.protocol !== 'http:' && url.protocol !== 'https:') || url.origin !== pair.slice(eq + 1).replace(/\/$/, ''))
+      if (
+        (url.protocol !== 'http:' && url.protocol !== 'https:') ||
+        url.origin !== pair.slice(eq + 1).replace(/\/$/, '')
+      )
         throw new Error();
       origin = url.origin;
     } catch {
@@ -276,7 +280,8 @@ export interface GivenHeaders {
 export function parseHeaders(headers: unknown, sensitive: unknown): GivenHeaders {
   const values: Record<string, string> = {};
   if (headers !== undefined && headers !== null) {
-    if (typeof headers !== 'object' || Array.isArray(headers)) throw bad('headers must be an object of names and values');
+    if (typeof headers !== 'object' || Array.isArray(headers))
+      throw bad('headers must be an object of names and values');
     const entries = Object.entries(headers as Record<string, unknown>);
     if (entries.length > MAX_HEADERS) throw bad(`headers must have at most ${MAX_HEADERS} names`);
     const seen = new Set<string>();

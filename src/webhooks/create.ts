@@ -93,7 +93,8 @@ export function webhookRegistration(
   } = jsonObject(body);
   const destination = parseDestination(given);
   const http = destination.fields.type === 'http';
-  if (!http && url !== undefined) throw badInput(`url is not sent for a destination of type ${destination.fields.type}`);
+  if (!http && url !== undefined)
+    throw badInput(`url is not sent for a destination of type ${destination.fields.type}`);
   if (http && url === undefined) throw badInput('url is required');
   if (http && typeof url !== 'string') throw badInput('url must be a string');
   if (typeof enabled !== 'boolean') throw badInput('is_enabled must be true or false');

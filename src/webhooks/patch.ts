@@ -1,5 +1,11 @@
 import type { Context } from 'hono';
-import { destinationAddress, type GivenDestination, type GivenHeaders, parseDestination, parseHeaders } from '../core/destinations';
+import {
+  destinationAddress,
+  type GivenDestination,
+  type GivenHeaders,
+  parseDestination,
+  parseHeaders,
+} from '../core/destinations';
 import type { AppEnv } from '../http/app-env';
 import { jsonObject, readJsonBody } from '../http/body';
 import { badInput, conflict, notFound, success } from '../http/envelope';
@@ -57,8 +63,8 @@ export function webhookPatch(
 
 /** What the store's refusals mean. */
 const UNFIT = {
-  credentials: "destination: a new destination type needs its credentials",
-  'url-not-http': "url is not sent for a destination that is not http",
+  credentials: 'destination: a new destination type needs its credentials',
+  'url-not-http': 'url is not sent for a destination that is not http',
   'url-required': 'url is required to make the destination http',
 } as const;
 

@@ -114,7 +114,7 @@ export async function patchWebhook(
       .bind(...values, null, null, ...more),
     db
       .prepare(`SELECT ${COLUMNS}, ${TAKEN} AS taken, ${UNFIT} AS unfit FROM webhooks WHERE ${OWNED}`)
-      .bind(...values, null, null, ...more),
+      .bind(...values, null, null, ...more.slice(0, 2)),
   ]);
   const row = after?.results[0] as (WebhookRow & { taken: number; unfit: string | null }) | undefined;
   if (row === undefined) return { outcome: 'missing' };
