@@ -291,7 +291,13 @@ describe('the Cron Trigger re-seals every stored secret after a new key is put f
     const { res } = await postJson('secret', { webhook_id: hook.id }, bearer(await tokenFor(app)), RING);
     const rotated = (await expectValue<{ secret: string }>(res)).value.secret;
     const after = (await storedSecret(hook.id))!;
-    const stale = { id: hook.id, secret: await sealSecret(ring, hook.secret), previous_secret: null };
+    const stale = {
+      id: hook.id,
+      secret: await sealSecret(ring, hook.secret),
+      previous_secret: null,
+      credentials: null,
+      sensitive: null,
+    };
     expect(await storeResealed(env.DB, [{ was: read!, now: stale }], [])).toBe(0);
     expect(await storedSecret(hook.id)).toEqual(after);
     expect(await openSecret(ring, after.secret)).toBe(rotated);
