@@ -30,7 +30,7 @@ const SA_KEY = {
   token_uri: 'https://oauth2.googleapis.com/token',
 };
 
-export const DESTINATIONS = {
+const DESTINATIONS = {
   cloudflare_queue: { type: 'cloudflare_queue', account_id: ACCOUNT, queue_id: QUEUE, api_token: 'cf-token-123' },
   aws_sqs: {
     type: 'aws_sqs',

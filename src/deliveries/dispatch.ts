@@ -14,7 +14,7 @@ import type { SendingRow } from '../webhooks/store/reads';
 import { provideSecrets } from '../webhooks/store/secrets';
 import { webhookUrl } from '../webhooks/url';
 import type { AttemptResult } from './attempt';
-import { httpProvider, type OpenDestination, PROVIDERS } from './destinations';
+import { httpProvider, type OpenDestination, PROVIDERS } from './destinations/index';
 import type { Gate } from './gate';
 import { afterAttempt } from './schedule';
 import { signature, signingKey } from './signing';
