@@ -10,7 +10,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { deliverDue, endpointOf, sendPass, storedAttempts, storedDelivery } from './helpers/objects';
 import { type Received, receiver } from './helpers/receiver';
 import { expectValue } from './helpers/replies';
-import { get, post, publishEvent } from './helpers/requests';
+import { get, post, postJson, publishEvent } from './helpers/requests';
 import { hoursAgo } from './helpers/time';
 import { bearer, freshApp, tokenFor } from './helpers/tokens';
 
@@ -454,5 +454,26 @@ describe('delivering to each destination type', () => {
       await get(`webhook_id=${hook.id}`, bearer(await tokenFor(app))),
     );
     expect(value.url).toBe(destinations(app).aws_sqs.queue_url);
+  });
+
+  it('sends an HTTP webhook’s custom headers, sensitive ones opened, with every attempt and test event', async () => {
+    const app = freshApp();
+    const hook = await register(app, {
+      url: `https://${app}.example.com/hook`,
+      headers: { 'X-Tenant': 'acme', Authorization: 'Bearer gateway-secret' },
+      sensitive_headers: ['Authorization'],
+    });
+    const { requests } = apis(app);
+    await publishEvent(app);
+    const { res } = await postJson('test', { webhook_id: Number(hook.id) }, bearer(await tokenFor(app)));
+    await expectValue(res, 202);
+    await deliverDue(hook.id);
+    const sent = at(requests, `${app}.example.com`);
+    expect(sent).toHaveLength(2);
+    for (const req of sent) {
+      expect(req.headers['x-tenant']).toBe('acme');
+      expect(req.headers.authorization).toBe('Bearer gateway-secret');
+      expect(verifier(hook.secret).verify(req.body, req.headers)).toBeDefined();
+    }
   });
 });
