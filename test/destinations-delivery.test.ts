@@ -15,10 +15,11 @@ import { hoursAgo } from './helpers/time';
 import { bearer, freshApp, tokenFor } from './helpers/tokens';
 
 const used = new Set<string>();
+// The alarms stop before the APIs' stand-in does: no request of these tests ever leaves.
 afterEach(async () => {
-  vi.restoreAllMocks();
   for (const id of used) await runInDurableObject(endpointOf(id), (_, state) => state.storage.deleteAlarm());
   used.clear();
+  vi.restoreAllMocks();
 });
 
 const KEY_ID = 'AKIAIOSFODNN7EXAMPLE';
@@ -399,7 +400,8 @@ describe('delivering to each destination type', () => {
   it('disables a destination refused with 403 after the schedule, naming why in its record', async () => {
     const app = freshApp();
     const hook = await register(app, { destination: destinations(app).aws_sqs });
-    apis(app, (req) =>
+    const listener = await register(app, { url: `https://${app}.example.com/ops`, event_types: ['endpoint.disabled'] });
+    const { requests } = apis(app, (req) =>
       new URL(req.url).host === 'sqs.eu-west-1.amazonaws.com'
         ? Response.json(
             { __type: 'com.amazon.coral.service#AccessDeniedException', message: 'not authorized' },
