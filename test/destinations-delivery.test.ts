@@ -432,6 +432,16 @@ describe('delivering to each destination type', () => {
     expect(disable?.reason).toMatch(
       /^every attempt failed since .*; the destination answered 403 Forbidden: access denied/,
     );
+    // The operational event names the queue's address and why.
+    await deliverDue(listener.id);
+    const [told] = at(requests, `${app}.example.com`);
+    const event = JSON.parse(told!.body);
+    expect(event.type).toBe('endpoint.disabled');
+    expect(event.data).toMatchObject({
+      url: destinations(app).aws_sqs.queue_url,
+      reason: 'failing',
+      why: expect.stringContaining('403 Forbidden'),
+    });
   });
 
   it('sends to the operator’s stand-in (DESTINATION_API_BASES), signed for it, and shows the real address', async () => {
