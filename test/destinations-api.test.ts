@@ -183,6 +183,10 @@ describe('POST of a webhook with a destination', () => {
       { destination: { ...DESTINATIONS.gcp_pubsub, service_account_key: { ...SA_KEY, private_key: undefined } } },
     ],
     [
+      'a key whose private_key is not a PEM',
+      { destination: { ...DESTINATIONS.gcp_pubsub, service_account_key: { ...SA_KEY, private_key: 'not a key' } } },
+    ],
+    [
       'a key whose token_uri is not Google’s',
       {
         destination: {

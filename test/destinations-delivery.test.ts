@@ -488,4 +488,39 @@ describe('delivering to each destination type', () => {
       expect(verifier(hook.secret).verify(req.body, req.headers)).toBeDefined();
     }
   });
+
+  it('records a refused token grant, and a key that cannot sign, as failed attempts that publish nothing', async () => {
+    const app = freshApp();
+    const kinds = destinations(app);
+    const refused = await register(app, { destination: kinds.gcp_pubsub });
+    const unusable = await register(app, {
+      destination: {
+        ...kinds.gcp_pubsub,
+        topic: `projects/project-one/topics/${app}-2`,
+        service_account_key: {
+          ...SA_KEY,
+          client_email: 'other@project-one.iam.gserviceaccount.com',
+          private_key: '-----BEGIN PRIVATE KEY-----\nYWJjZA==\n-----END PRIVATE KEY-----\n',
+        },
+      },
+    });
+    const { requests } = apis(app, (req) =>
+      new URL(req.url).host === 'oauth2.googleapis.com'
+        ? Response.json({ error: 'invalid_grant', error_description: 'Invalid JWT Signature.' }, { status: 400 })
+        : undefined,
+    );
+    const { deliveryIds } = await publishEvent(app);
+    await deliverDue(refused.id, unusable.id);
+    const [first] = await storedAttempts(refused.id, deliveryIds[0] as string);
+    expect(first).toMatchObject({ status: 400, error: null });
+    expect(first!.body).toContain('invalid_grant');
+    const [second] = await storedAttempts(unusable.id, deliveryIds[1] as string);
+    expect(second).toMatchObject({ status: null, error: 'rejected' });
+    expect(await storedDelivery(unusable.id, deliveryIds[1] as string)).toMatchObject({
+      status: 'pending',
+      attempts: 1,
+    });
+    expect(at(requests, 'pubsub.googleapis.com')).toHaveLength(0);
+    expect(at(requests, 'oauth2.googleapis.com')).toHaveLength(1);
+  });
 });

@@ -102,11 +102,15 @@ function serviceAccountKey(value: unknown): string {
   const { client_email, private_key, token_uri, private_key_id } = key;
   if (typeof client_email !== 'string' || !/^[^@\s]+@[^@\s]+$/.test(client_email))
     throw bad('destination.service_account_key must have a client_email');
-  if (typeof private_key !== 'string' || !private_key.includes('-----BEGIN PRIVATE KEY-----'))
+  const pem =
+    typeof private_key === 'string'
+      ? /-----BEGIN PRIVATE KEY-----([A-Za-z0-9+/=\s]+)-----END PRIVATE KEY-----/.exec(private_key)
+      : null;
+  if (pem === null || (pem[1] as string).replace(/\s/g, '').length % 4 !== 0)
     throw bad('destination.service_account_key must have a private_key (PEM, PKCS #8)');
   if (token_uri !== GOOGLE_TOKEN_URI)
     throw bad(`destination.service_account_key must have token_uri ${GOOGLE_TOKEN_URI}`);
-  const kept: Record<string, string> = { client_email, private_key, token_uri };
+  const kept: Record<string, string> = { client_email, private_key: private_key as string, token_uri };
   if (typeof private_key_id === 'string') kept.private_key_id = private_key_id;
   return JSON.stringify(kept);
 }

@@ -38,6 +38,19 @@ async function accessToken(destination: OpenDestination, { fetcher, timeoutMs, b
   if (cached !== undefined && cached.expires - REUSE_MARGIN_MS > Date.now()) return cached.token;
   const key = JSON.parse(keyText) as ServiceAccountKey;
   const now = Math.floor(Date.now() / 1000);
+  let signingKey: CryptoKey;
+  try {
+    signingKey = await importPKCS8(key.private_key, 'RS256');
+  } catch {
+    // A key that cannot sign fails every attempt as an auth failure would, toward auto-disable.
+    throw new TokenRefused({
+      status: null,
+      error: 'rejected',
+      body: "the service account key's private_key is not an RSA key",
+      retryAfter: null,
+      durationMs: 0,
+    });
+  }
   const assertion = await new SignJWT({ scope: SCOPE })
     .setProtectedHeader(
       key.private_key_id === undefined
@@ -48,7 +61,7 @@ async function accessToken(destination: OpenDestination, { fetcher, timeoutMs, b
     .setAudience(key.token_uri)
     .setIssuedAt(now)
     .setExpirationTime(now + 3600)
-    .sign(await importPKCS8(key.private_key, 'RS256'));
+    .sign(signingKey);
   const started = Date.now();
   const form = new URLSearchParams({ grant_type: 'urn:ietf:params:oauth:grant-type:jwt-bearer', assertion });
   let res: Response;
