@@ -79,7 +79,7 @@ describe('the portal’s destination picker', () => {
     const row = page.getByRole('table', { name: 'Endpoints' }).locator('tbody tr').first();
     expect(await row.textContent()).toContain('(Amazon SQS)');
 
-    await page.getByRole('link', { name: QUEUE_URL }).click();
+    await row.getByRole('link', { name: QUEUE_URL }).click();
     const facts = page.locator('dl.facts dt:text-is("Destination") + dd');
     await facts.waitFor();
     expect(await facts.textContent()).toContain('Amazon SQS');
