@@ -5,6 +5,7 @@ import { env, SELF } from 'cloudflare:test';
 import { describe, expect, it } from 'vitest';
 import { openSecret, secretKeys } from '../src/webhooks/secrets';
 import { snapshot } from './helpers/database';
+import { doc, expectDocumented, resolve, validate } from './helpers/openapi';
 import { expectCreateFail, expectEnvelope, expectUpdateFail, expectValue } from './helpers/replies';
 import { get, post, URL_ } from './helpers/requests';
 import { bearer, freshApp, tokenFor } from './helpers/tokens';
@@ -104,14 +105,22 @@ describe('POST of a webhook with a destination', () => {
   for (const type of Object.keys(DESTINATIONS) as (keyof typeof DESTINATIONS)[]) {
     it(`registers a ${type} destination: shown without its credentials, stored sealed`, async () => {
       const app = freshApp();
-      const res = await post({ destination: DESTINATIONS[type] }, bearer(await tokenFor(app)));
+      const body = { destination: DESTINATIONS[type] };
+      // docs/openapi.json's request schema accepts it, and documents the replies.
+      const registration = resolve(doc.components.schemas.WebhookRegistration);
+      expect(validate(registration, body).errors).toEqual([]);
+      expect(validate(registration, { ...body, url: 'https://hooks.example.com/x' }).valid).toBe(false);
+      const res = await post(body, bearer(await tokenFor(app)));
+      await expectDocumented(res, 'post');
       const { text, value } = await expectValue<Hook>(res, 201);
       expect(value.url).toBe(SHOWN[type].url);
       expect(value.destination).toEqual(SHOWN[type].destination);
       expect(value.headers).toEqual({});
       for (const secret of SHOWN[type].secrets) expect(text).not.toContain(secret);
       // GET and the list show the same.
-      const read = await expectValue<Hook>(await get(`webhook_id=${value.webhook_id}`, bearer(await tokenFor(app))));
+      const got = await get(`webhook_id=${value.webhook_id}`, bearer(await tokenFor(app)));
+      await expectDocumented(got, 'get');
+      const read = await expectValue<Hook>(got);
       expect(read.value.destination).toEqual(SHOWN[type].destination);
       expect(read.value.url).toBe(SHOWN[type].url);
       const stored = (await row(value.webhook_id))!;
