@@ -492,7 +492,13 @@ describe('delivering to each destination type', () => {
   it('records a refused token grant, and a key that cannot sign, as failed attempts that publish nothing', async () => {
     const app = freshApp();
     const kinds = destinations(app);
-    const refused = await register(app, { destination: kinds.gcp_pubsub });
+    // Its own key: a token the earlier tests got for SA_KEY is still reused.
+    const refused = await register(app, {
+      destination: {
+        ...kinds.gcp_pubsub,
+        service_account_key: { ...SA_KEY, client_email: 'refused@project-one.iam.gserviceaccount.com' },
+      },
+    });
     const unusable = await register(app, {
       destination: {
         ...kinds.gcp_pubsub,
