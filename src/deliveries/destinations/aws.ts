@@ -6,6 +6,9 @@ import { attempt } from '../attempt';
 import { type OpenDestination, type Provider, payloadWithId, rejected, replyJson, type SendOptions } from './provider';
 
 const encoder = new TextEncoder();
+/** SigV4 signing keys (one per secret, day, region and service), kept by the isolate: derived once a day, not per attempt. */
+const signingKeys = new Map<string, ArrayBuffer>();
+const SIGNING_KEYS_MAX = 1000;
 
 async function signedAttempt(
   destination: OpenDestination,
@@ -22,7 +25,9 @@ async function signedAttempt(
     service,
     region,
     retries: 0,
+    cache: signingKeys,
   });
+  if (signingKeys.size > SIGNING_KEYS_MAX) signingKeys.clear();
   const signed = await client.sign(url, { method: 'POST', headers, body });
   return attempt(
     { url: signed.url, body: encoder.encode(body), headers: Object.fromEntries(signed.headers), timeoutMs },
