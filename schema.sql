@@ -41,7 +41,12 @@ CREATE TABLE IF NOT EXISTS webhooks (
   -- Why it is disabled: 'gone' (its endpoint answered 410 Gone), 'failing' (disabled by the service
   -- after failing for too long) or 'application' (by the application); and since when. NULL while enabled.
   disabled_reason TEXT CHECK (disabled_reason IS NULL OR disabled_reason IN ('gone', 'failing', 'application')),
-  disabled_at TEXT
+  disabled_at TEXT,
+  -- Where it delivers (docs/destinations.md): NULL for an HTTP endpoint (its url); else the type and
+  -- its fields (JSON), its credentials sealed under "sealed", and url its address (`<type>:...`).
+  destination TEXT CHECK (destination IS NULL OR json_valid(destination)),
+  -- Its custom headers: {"values", "sensitive", "sealed": the sensitive values, sealed}; NULL: none.
+  headers TEXT CHECK (headers IS NULL OR json_valid(headers))
 );
 
 -- Listing (keyset on the rowid within one application) and ownership checks.

@@ -51,6 +51,7 @@ const workers = {
           ENDPOINT_RATE_LIMIT: '',
           HISTORY_HOT_SECONDS: '',
           WEBHOOK_URL_ALLOWED_ORIGINS: '',
+          DESTINATION_API_BASES: '',
           PORTAL_FRAME_ANCESTORS: '',
           OPERATIONAL_WEBHOOK_URL: '',
           OPERATIONAL_WEBHOOK_SECRET: '',

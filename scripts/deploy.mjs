@@ -87,6 +87,15 @@ if (typeof allowed === 'string' && allowed.trim() !== '') {
   process.exit(1);
 }
 
+// 1. Destinations go to their APIs' own hosts: stand-ins are for local runs and tests.
+const bases = settings.vars?.DESTINATION_API_BASES;
+if (typeof bases === 'string' && bases.trim() !== '') {
+  console.error(
+    `Refusing to deploy ${environment}: DESTINATION_API_BASES is set ("${bases}"). It is for local stand-ins and test rigs only.`,
+  );
+  process.exit(1);
+}
+
 // 1. Production verifies tokens for this service only: the issuer and the audience are checked,
 // unless the operator says that its keys are one issuer's, for this service alone.
 const unset = (key) => typeof settings.vars?.[key] !== 'string' || settings.vars[key].trim() === '';

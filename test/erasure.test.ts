@@ -199,6 +199,8 @@ describe('DELETE /v1.0/platform/nft/application', () => {
     for (const { row } of audit) {
       expect(row).not.toHaveProperty('url');
       expect(row).not.toHaveProperty('description');
+      expect(row).not.toHaveProperty('destination');
+      expect(row).not.toHaveProperty('headers');
       expect(row.app_id).toBe(app);
     }
     const counts = {

@@ -291,7 +291,13 @@ describe('the Cron Trigger re-seals every stored secret after a new key is put f
     const { res } = await postJson('secret', { webhook_id: hook.id }, bearer(await tokenFor(app)), RING);
     const rotated = (await expectValue<{ secret: string }>(res)).value.secret;
     const after = (await storedSecret(hook.id))!;
-    const stale = { id: hook.id, secret: await sealSecret(ring, hook.secret), previous_secret: null };
+    const stale = {
+      id: hook.id,
+      secret: await sealSecret(ring, hook.secret),
+      previous_secret: null,
+      credentials: null,
+      sensitive: null,
+    };
     expect(await storeResealed(env.DB, [{ was: read!, now: stale }], [])).toBe(0);
     expect(await storedSecret(hook.id)).toEqual(after);
     expect(await openSecret(ring, after.secret)).toBe(rotated);
@@ -313,5 +319,58 @@ describe('the Cron Trigger re-seals every stored secret after a new key is put f
     const replay = await fetchAndWait(NEW_ONLY, postRequest(body, headers));
     expect(replay.headers.get('idempotent-replayed')).toBe('true');
     expect((await expectValue<{ secret: string }>(replay, 201)).value.secret).toBe(first.value.secret);
+  });
+});
+
+describe('re-sealing destinations’ credentials and sensitive headers', () => {
+  it('re-seals them with the ring’s first key, and they still open to what was sent', async () => {
+    const app = freshApp();
+    const headers = bearer(await tokenFor(app));
+    const queue = {
+      type: 'cloudflare_queue',
+      account_id: '0123456789abcdef0123456789abcdef',
+      queue_id: 'fedcba9876543210fedcba9876543210',
+      api_token: 'cf-token-to-reseal',
+    };
+    const withQueue = await expectValue<{ webhook_id: number }>(await post({ destination: queue }, headers), 201);
+    const withHeaders = await expectValue<{ webhook_id: number }>(
+      await post(
+        {
+          url: `https://${app}.example.com/h`,
+          headers: { Authorization: 'Bearer gateway-secret' },
+          sensitive_headers: ['Authorization'],
+        },
+        headers,
+      ),
+      201,
+    );
+    const sealedOf = async (id: number) =>
+      (await env.DB.prepare(
+        `SELECT json_extract(destination, '$.sealed') AS credentials, json_extract(headers, '$.sealed') AS sensitive
+         FROM webhooks WHERE webhook_id = CAST(?1 AS INTEGER)`,
+      )
+        .bind(String(id))
+        .first<{ credentials: string | null; sensitive: string | null }>())!;
+    expect((await sealedOf(withQueue.value.webhook_id)).credentials).toMatch(/^v1\./);
+    expect((await sealedOf(withHeaders.value.webhook_id)).sensitive).toMatch(/^v1\./);
+    // Runs until nothing sealed with the old key is left (other tests' rows included).
+    for (let run = 0; run < 20; run++) if (resealedRows(await cronRun(RING)) === undefined) break;
+    const ring = await ringOf(NEW_ONLY);
+    const credentials = (await sealedOf(withQueue.value.webhook_id)).credentials!;
+    const sensitive = (await sealedOf(withHeaders.value.webhook_id)).sensitive!;
+    expect(credentials).toMatch(/^v2\.2026-11\./);
+    expect(sensitive).toMatch(/^v2\.2026-11\./);
+    expect(JSON.parse(await openSecret(ring, credentials))).toEqual({ api_token: 'cf-token-to-reseal' });
+    expect(JSON.parse(await openSecret(ring, sensitive))).toEqual({ Authorization: 'Bearer gateway-secret' });
+    // The rest of the row is as it was.
+    const row = await env.DB.prepare('SELECT destination FROM webhooks WHERE webhook_id = CAST(?1 AS INTEGER)')
+      .bind(String(withQueue.value.webhook_id))
+      .first<{ destination: string }>();
+    expect(JSON.parse(row!.destination)).toEqual({
+      type: 'cloudflare_queue',
+      account_id: queue.account_id,
+      queue_id: queue.queue_id,
+      sealed: credentials,
+    });
   });
 });

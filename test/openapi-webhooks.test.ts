@@ -229,6 +229,8 @@ describe('docs/openapi.json: the fields of a webhook', () => {
     expect(webhookFields).toEqual([
       'webhook_id',
       'url',
+      'destination',
+      'headers',
       'is_enabled',
       'event_types',
       'description',

@@ -50,6 +50,8 @@ describe('PATCH /v1.0/app/nft/webhook', () => {
       [
         'created_at',
         'description',
+        'destination',
+        'headers',
         'disabled_at',
         'disabled_reason',
         'failing_since',

@@ -38,6 +38,8 @@ describe('GET /v1.0/app/nft/webhook?webhook_id=N', () => {
     expect(value).toEqual({
       webhook_id: Number(id),
       url: 'https://hooks.example.com/one',
+      destination: { type: 'http' },
+      headers: {},
       is_enabled: false,
       event_types: null,
       description: null,

@@ -31,6 +31,8 @@ describe('POST /v1.0/app/nft/webhook', () => {
     expect(value).toEqual({
       webhook_id: value.webhook_id,
       url: 'https://hooks.example.com/nft',
+      destination: { type: 'http' },
+      headers: {},
       is_enabled: true,
       event_types: null,
       description: null,
@@ -72,6 +74,8 @@ describe('POST /v1.0/app/nft/webhook', () => {
       ordering: null,
       disabled_reason: null,
       disabled_at: null,
+      destination: null,
+      headers: null,
     });
   });
 

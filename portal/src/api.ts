@@ -253,6 +253,10 @@ export interface Webhook {
   /** Its first failed attempt since its last success; null while it is not failing. */
   failing_since?: string | null;
   secret?: string;
+  /** Where it delivers: its type and fields; `credentials: "set"` in place of its credentials. */
+  destination?: { type: string; [field: string]: string };
+  /** Its custom headers (an HTTP endpoint's); sensitive values shown as ••••. */
+  headers?: Record<string, string>;
 }
 
 export interface Delivery {

@@ -1,6 +1,7 @@
 // The endpoint's page, its head (the URL as the heading, and its state) and what the endpoint is:
 // what it receives in words (event types and filter together), then each setting.
 import type { Webhook } from './api';
+import { DESTINATIONS, type DestinationType, destinationLabel } from './endpoint-destination';
 import { filterText, orderingText } from './endpoint-filter';
 import { EndpointState } from './endpoint-state';
 import { receivesText } from './receives';
@@ -33,6 +34,34 @@ export function EndpointFacts({ webhook }: { webhook: Webhook }) {
     <dl class="facts">
       <dt>Receives</dt>
       <dd>{receivesText(webhook)}</dd>
+      <dt>Destination</dt>
+      <dd>
+        {destinationLabel(webhook)}
+        {DESTINATIONS[(webhook.destination?.type as DestinationType | undefined) ?? 'http'].fields.map((f) =>
+          f.secret ? (
+            <span class="hint"> · {f.label}: set</span>
+          ) : (
+            <span>
+              {' '}
+              · {f.label}: <code>{webhook.destination?.[f.name] ?? ''}</code>
+            </span>
+          ),
+        )}
+      </dd>
+      {Object.keys(webhook.headers ?? {}).length === 0 ? null : (
+        <>
+          <dt>Custom headers</dt>
+          <dd>
+            {Object.entries(webhook.headers ?? {}).map(([name, value]) => (
+              <div>
+                <code>
+                  {name}: {value}
+                </code>
+              </div>
+            ))}
+          </dd>
+        </>
+      )}
       <dt>Description</dt>
       <dd>{webhook.description ?? '—'}</dd>
       <dt>Rate limit</dt>

@@ -4,11 +4,24 @@
 import { useEffect, useState } from 'hono/jsx/dom';
 import { type EventType, eventTypes, type Webhook } from './api';
 import { TEST_TYPE } from './catalog';
+import {
+  DestinationFields,
+  type DestinationType,
+  destinationFromForm,
+  headersFromForm,
+  headersText,
+} from './endpoint-destination';
 import { FilterFields, filterJson, initialFilterText, isFilterError } from './endpoint-filter';
 import { ErrorText } from './ui';
 
 export interface EndpointFields {
-  url: string;
+  /** Absent for a destination that is not HTTP. */
+  url?: string;
+  /** Absent: HTTP, unchanged. */
+  destination?: Record<string, unknown>;
+  /** Absent: unchanged. */
+  headers?: Record<string, string> | null;
+  sensitive_headers?: string[];
   description: string | null;
   event_types: string[] | null;
   rate_limit: number | null;
@@ -33,6 +46,9 @@ export function EndpointForm({
   const [catalogError, setCatalogError] = useState<unknown>(null);
   const [error, setError] = useState<unknown>(null);
   const [busy, setBusy] = useState(false);
+  const [type, setType] = useState<DestinationType>(
+    (initial?.destination?.type as DestinationType | undefined) ?? 'http',
+  );
   useEffect(() => {
     eventTypes().then(setCatalog, setCatalogError);
   }, []);
@@ -52,11 +68,20 @@ export function EndpointForm({
     setError(null);
     try {
       const fields: EndpointFields = {
-        url: String(form.get('url') ?? '').trim(),
         description: description === '' ? null : description,
         event_types: chosen.length === 0 ? null : chosen,
         rate_limit: rate === '' ? null : Number(rate),
       };
+      const destination = destinationFromForm(form);
+      if (type === 'http') fields.url = String(form.get('url') ?? '').trim();
+      // HTTP is the default: sent only when it changes the type back.
+      if (type !== 'http' || (initial?.destination?.type ?? 'http') !== 'http') fields.destination = destination;
+      // Headers typed as they were shown (sensitive ones masked) are left as they are.
+      if (type === 'http' && String(form.get('headers') ?? '') !== headersText(initial)) {
+        const { headers, sensitive } = headersFromForm(form);
+        fields.headers = Object.keys(headers).length === 0 ? null : headers;
+        if (sensitive.length > 0) fields.sensitive_headers = sensitive;
+      }
       if (initial !== undefined) {
         const filter = String(form.get('filter') ?? '');
         if (filter.trim() !== initialFilterText(initial).trim()) fields.filter = filterJson(filter);
@@ -73,18 +98,37 @@ export function EndpointForm({
 
   return (
     <form class="endpoint-form" onSubmit={submit}>
-      <label>
-        Endpoint URL
-        <input
-          name="url"
-          type="url"
-          required
-          maxLength={2048}
-          placeholder="https://example.com/webhooks"
-          value={initial?.url ?? ''}
-          autocomplete="off"
-        />
-      </label>
+      <DestinationFields initial={initial} onType={setType} />
+      {type === 'http' ? (
+        <>
+          <label>
+            Endpoint URL
+            <input
+              name="url"
+              type="url"
+              required
+              maxLength={2048}
+              placeholder="https://example.com/webhooks"
+              value={(initial?.destination?.type ?? 'http') === 'http' ? (initial?.url ?? '') : ''}
+              autocomplete="off"
+            />
+          </label>
+          <label>
+            Custom headers
+            <textarea name="headers" rows={2} placeholder="Authorization: Bearer …">
+              {headersText(initial)}
+            </textarea>
+            <span class="hint">
+              One <code>Name: value</code> a line, at most 20, sent with every request (not the signature headers).
+            </span>
+          </label>
+          <label>
+            Sensitive headers
+            <input name="sensitive_headers" type="text" autocomplete="off" placeholder="Authorization" />
+            <span class="hint">Their names, comma-separated: stored sealed and shown as ••••.</span>
+          </label>
+        </>
+      ) : null}
       <label>
         Description
         <input name="description" type="text" maxLength={256} value={initial?.description ?? ''} autocomplete="off" />

@@ -3,6 +3,7 @@
 // when an endpoint has one.
 import { useEffect, useState } from 'hono/jsx/dom';
 import { call, type Webhook } from './api';
+import { destinationLabel } from './endpoint-destination';
 import { type EndpointFields, EndpointForm } from './endpoint-form';
 import { EndpointState } from './endpoint-state';
 import { receivesText } from './receives';
@@ -29,7 +30,11 @@ export function EndpointsPage({ readOnly, notice }: { readOnly: boolean; notice:
   const described = rows.some((w) => Boolean(w.description));
 
   const create = async (fields: EndpointFields) => {
-    const body: Record<string, unknown> = { url: fields.url };
+    const body: Record<string, unknown> = {};
+    if (fields.url !== undefined) body.url = fields.url;
+    if (fields.destination !== undefined) body.destination = fields.destination;
+    if (fields.headers != null) body.headers = fields.headers;
+    if (fields.sensitive_headers !== undefined) body.sensitive_headers = fields.sensitive_headers;
     if (fields.description !== null) body.description = fields.description;
     if (fields.event_types !== null) body.event_types = fields.event_types;
     if (fields.rate_limit !== null) body.rate_limit = fields.rate_limit;
@@ -92,6 +97,9 @@ export function EndpointsPage({ readOnly, notice }: { readOnly: boolean; notice:
                   <Link href={paths.endpoint(w.webhook_id)}>
                     <Url url={w.url} />
                   </Link>
+                  {(w.destination?.type ?? 'http') === 'http' ? null : (
+                    <span class="hint"> ({destinationLabel(w)})</span>
+                  )}
                 </td>
                 {described ? <td data-label="Description">{w.description ?? ''}</td> : null}
                 <td data-label="State">

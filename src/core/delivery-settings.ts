@@ -1,6 +1,7 @@
 // The delivery settings (DELIVERY_*, AUTO_DISABLE_AFTER_HOURS, ENDPOINT_RATE_LIMIT, EVENT_DEDUPE_HOURS): read and checked
 // once per isolate. Every path that makes deliveries checks them first (events/fail-closed.ts), so
 // an invalid one fails closed everywhere, not only where deliveries are sent.
+import { type ApiBase, parseApiBases } from '../core/destinations';
 import { ConfigError } from '../core/errors';
 import { perIsolate, setting, wholeNumber } from '../core/settings';
 
@@ -20,6 +21,8 @@ export interface DeliveryConfig {
   endpointRate: number;
   /** Seconds a final delivery stays in its endpoint's object after its last change, before R2 (HISTORY_HOT_SECONDS). */
   hotSeconds: number;
+  /** The operator's stand-ins for destination APIs (DESTINATION_API_BASES); absent or empty: their own hosts. */
+  apiBases?: ReadonlyMap<ApiBase, string>;
 }
 
 /** Hours publishing stays idempotent per source key when EVENT_DEDUPE_HOURS is not set. */
@@ -62,6 +65,15 @@ export function parseSchedule(text: string): number[] {
   });
 }
 
+/** DESTINATION_API_BASES, or a ConfigError naming it. */
+function apiBases(env: object): ReadonlyMap<ApiBase, string> {
+  try {
+    return parseApiBases(setting(env, 'DESTINATION_API_BASES'));
+  } catch (err) {
+    throw new ConfigError('DESTINATION_API_BASES', (err as Error).message);
+  }
+}
+
 /**
  * The delivery settings of `env`, checked once per isolate. Invalid settings throw a
  * ConfigError naming the setting: deliveries then wait (fail closed) until it is fixed.
@@ -79,6 +91,7 @@ export function deliveryConfig(env: object): DeliveryConfig {
       dedupeHours: wholeNumber(env, 'EVENT_DEDUPE_HOURS', Math.min(DEFAULT_DEDUPE_HOURS, hours), 1, hours),
       endpointRate: wholeNumber(env, 'ENDPOINT_RATE_LIMIT', DEFAULT_ENDPOINT_RATE, 1, MAX_ENDPOINT_RATE),
       hotSeconds: wholeNumber(env, 'HISTORY_HOT_SECONDS', DEFAULT_HOT_SECONDS, 1, MAX_HOT_SECONDS),
+      apiBases: apiBases(env),
     };
   });
 }

@@ -7,8 +7,10 @@
 // events about events cannot chain). The window is kept by minute in the object's own storage.
 import { isOperationalType } from '../core/event-types';
 import { emitOperational, type OperationalEvent } from '../events/operational';
+import { shownUrl } from '../webhooks/destination';
 import type { SendingRow } from '../webhooks/store/reads';
 import type { Dispatched } from './dispatch';
+import { refusal } from './record';
 import { succeeded } from './schedule';
 import { type AlertState, endedDeliveries, type MinuteCounts, readAlerts, writeAlerts } from './store/alerts';
 
@@ -94,7 +96,9 @@ export async function tellAfterPass(
 ): Promise<void> {
   const attempted = dispatched.flatMap((d) => (d.kind === 'attempted' ? [d] : []));
   if (attempted.length === 0 && disabledBy === null) return;
-  const { app_id: appId, url } = webhook;
+  const { app_id: appId } = webhook;
+  // The address it sends to (a destination's API, not its stored address).
+  const url = shownUrl(webhook.url, webhook.destination);
   const now = Date.now();
   const alerts = alertsAfter(
     readAlerts(storage.sql),
@@ -124,6 +128,10 @@ export async function tellAfterPass(
   }
   if (alerts.recovered) about('endpoint.recovered', { url });
   if (alerts.failing !== null) about('endpoint.failing', { url, ...alerts.failing });
-  if (disabledBy !== null) about('endpoint.disabled', { url, reason: disabledBy });
+  if (disabledBy !== null) {
+    // An API's 403 or 404 says why it failed: named with the reason.
+    const why = refusal(attempted.at(-1)?.result.status ?? null);
+    about('endpoint.disabled', why === null ? { url, reason: disabledBy } : { url, reason: disabledBy, why });
+  }
   if (events.length > 0) await emitOperational(env, events);
 }

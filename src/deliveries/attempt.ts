@@ -1,7 +1,10 @@
 // One attempt: POST of the event's exact bytes to the webhook's URL, signed, within the timeout.
 
-/** The kinds of failure that have no HTTP status. */
-export type AttemptError = 'timeout' | 'connection' | 'tls' | 'url_refused';
+/**
+ * The kinds of failure that have no HTTP status, and `rejected`: a destination's API answered 2xx
+ * but its reply says the message was not taken (an EventBridge entry that failed).
+ */
+export type AttemptError = 'timeout' | 'connection' | 'tls' | 'url_refused' | 'rejected';
 
 /** What one attempt saw. */
 export interface AttemptResult {

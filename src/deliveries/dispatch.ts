@@ -5,6 +5,7 @@
 // object).
 
 import type { DeliveryConfig } from '../core/delivery-settings';
+import type { ApiBase, DestinationFields } from '../core/destinations';
 import { ConfigError, describeFailure, InvalidInput } from '../core/errors';
 import { log } from '../core/log';
 import { retryD1 } from '../platform/d1';
@@ -12,7 +13,8 @@ import { openSecret, type SecretKeys, sealedNewSecret, secretKeys, UnopenedSecre
 import type { SendingRow } from '../webhooks/store/reads';
 import { provideSecrets } from '../webhooks/store/secrets';
 import { webhookUrl } from '../webhooks/url';
-import { type AttemptResult, attempt } from './attempt';
+import type { AttemptResult } from './attempt';
+import { httpProvider, type OpenDestination, PROVIDERS } from './destinations/index';
 import type { Gate } from './gate';
 import { afterAttempt } from './schedule';
 import { signature, signingKey } from './signing';
@@ -63,6 +65,40 @@ function signingKeyOf(keys: SecretKeys, sealed: string): Promise<CryptoKey> {
   }
   return key;
 }
+
+// Credentials and sensitive headers opened, per isolate, by their sealed form (as signing keys are).
+const opened = new Map<string, Promise<Record<string, string>>>();
+
+function openedOf(keys: SecretKeys, sealed: string | null | undefined): Promise<Record<string, string>> {
+  if (sealed === null || sealed === undefined) return Promise.resolve({});
+  let value = opened.get(sealed);
+  if (value === undefined) {
+    if (opened.size >= SIGNING_KEYS_MAX) opened.delete(opened.keys().next().value as string);
+    value = openSecret(keys, sealed).then((text) => JSON.parse(text) as Record<string, string>);
+    opened.set(sealed, value);
+    value.catch(() => opened.delete(sealed));
+  }
+  return value;
+}
+
+/** The webhook's destination (HTTP when none is stored) and headers, their sealed parts opened. */
+async function openDestination(
+  keys: SecretKeys,
+  destination: string | null,
+  headers: string | null,
+): Promise<OpenDestination> {
+  const { sealed, ...fields } =
+    destination === null ? { type: 'http' as const } : (JSON.parse(destination) as DestinationFields);
+  const stored =
+    headers === null ? null : (JSON.parse(headers) as { values: Record<string, string>; sealed: string | null });
+  return {
+    fields: fields as DestinationFields,
+    credentials: await openedOf(keys, sealed),
+    headers: stored === null ? {} : { ...stored.values, ...(await openedOf(keys, stored.sealed)) },
+  };
+}
+
+const NO_BASES: ReadonlyMap<ApiBase, string> = new Map();
 
 /** The keys that sign a delivery's requests: the current secret's, and the previous one's while it lasts. */
 function keysOf(secretKeys: SecretKeys, row: DeliveryToAttempt, now: number): Promise<CryptoKey[]> {
@@ -161,7 +197,7 @@ function dispatch(
       const admission = await context.gate.admit(row);
       if (admission.kind === 'cancel') return { row, kind: 'cancelled' };
       if (admission.kind === 'hold') return { row, kind: 'held' };
-      const { url, secret, previous_secret, previous_secret_until } = admission.webhook;
+      const { url, secret, previous_secret, previous_secret_until, destination, headers, ordering } = admission.webhook;
       const target: DeliveryToAttempt = {
         ...row,
         webhook_id: context.webhookId,
@@ -172,8 +208,10 @@ function dispatch(
       };
       if (secret === null) return { row, kind: 'wait' };
       let keys: CryptoKey[];
+      let open: OpenDestination;
       try {
         keys = await keysOf(context.secretKeys, target, Date.now());
+        open = await openDestination(context.secretKeys, destination, headers);
       } catch (err) {
         // A key missing from the ring names its id; the delivery waits for it, never sent unsigned.
         const missing = err instanceof UnopenedSecret;
@@ -190,10 +228,11 @@ function dispatch(
         return { row, kind: 'wait' };
       }
       const at = Date.now();
-      let checked: string;
+      let checked = url;
       try {
         // The URL rules may have tightened since it was registered: a refused URL is never requested.
-        checked = checkUrl(url);
+        // Other destinations go to their API's fixed hosts only.
+        if (open.fields.type === 'http') checked = checkUrl(url);
       } catch (err) {
         if (!(err instanceof InvalidInput)) throw err;
         const refused: AttemptResult = {
@@ -207,14 +246,27 @@ function dispatch(
       }
       const body = encoder.encode(row.payload);
       const timestamp = Math.floor(at / 1000);
-      const headers = {
+      const signed = {
         'webhook-id': row.message_id,
         'webhook-timestamp': String(timestamp),
         'webhook-signature': await signature(keys, row.message_id, timestamp, body),
       };
       if (context.gate.changedSince(admission)) continue;
-      const timeoutMs = context.config.timeoutSeconds * 1000;
-      const result = await attempt({ url: checked, body, headers, timeoutMs }, context.fetcher);
+      const provider = open.fields.type === 'http' ? httpProvider(checked) : PROVIDERS[open.fields.type];
+      const message = {
+        webhookId: context.webhookId,
+        messageId: row.message_id,
+        payload: row.payload,
+        body,
+        signature: signed,
+        fifo: ordering === 'fifo',
+      };
+      const options = {
+        fetcher: context.fetcher,
+        timeoutMs: context.config.timeoutSeconds * 1000,
+        bases: context.config.apiBases ?? NO_BASES,
+      };
+      const result = await provider.send(open, message, options);
       return attempted(target, at, result, context.config);
     }
   });

@@ -23,6 +23,17 @@ export interface PassRecord {
 
 const iso = (ms: number) => new Date(ms).toISOString();
 
+/**
+ * What an API's 403 or 404 means, named when it disables a webhook: its credentials were refused,
+ * or what it delivers to does not exist. Null for any other failure.
+ */
+export function refusal(status: number | null): string | null {
+  if (status === 403)
+    return 'the destination answered 403 Forbidden: access denied (its credentials or their permissions)';
+  if (status === 404) return 'the destination answered 404 Not Found: it does not exist';
+  return null;
+}
+
 /** The record of a pass's dispatches at `now`. */
 export function recordOf(dispatched: Dispatched[], config: DeliveryConfig, now: number): PassRecord {
   const record: PassRecord = { attempts: [], changes: [], health: [], disable: [] };
@@ -60,6 +71,7 @@ export function recordOf(dispatched: Dispatched[], config: DeliveryConfig, now: 
         gone: result.status === 410 || before?.gone === true,
         cutoff: iso(at - hours * 3_600_000),
         request_id: before?.request_id ?? `delivery:${row.delivery_id}`,
+        why: refusal(result.status) ?? before?.why ?? null,
       });
     }
   }

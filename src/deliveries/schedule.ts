@@ -10,9 +10,9 @@ export const WAIT_SECONDS = 60;
 
 const iso = (ms: number) => new Date(ms).toISOString();
 
-/** Whether an attempt succeeded: a 2xx reply. */
+/** Whether an attempt succeeded: a 2xx reply that did not say the message was refused. */
 export const succeeded = (result: AttemptResult) =>
-  result.status !== null && result.status >= 200 && result.status < 300;
+  result.status !== null && result.status >= 200 && result.status < 300 && result.error === null;
 
 /**
  * The delivery's state after an attempt made at `at`: it ended (succeeded, answered 410 Gone, or

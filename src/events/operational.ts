@@ -9,6 +9,7 @@ import type { OperationalType } from '../core/event-types';
 import { log } from '../core/log';
 import { operationalWanted, PLATFORM_ENDPOINT } from '../core/operational-settings';
 import { retryD1 } from '../platform/d1';
+import { shownUrl } from '../webhooks/destination';
 import { readSubscribersAbout } from '../webhooks/store/subscribers';
 import { filtersOf } from './audience';
 import { eventPayload, eventToStore } from './event';
@@ -56,7 +57,8 @@ export const dataJson = (data: Record<string, unknown>) =>
 async function emitOne(env: CloudflareBindings, event: OperationalEvent, publish: Publisher): Promise<void> {
   const { appId, webhookId, type } = event;
   const about = await retryD1(() => readSubscribersAbout(env.DB, appId, webhookId));
-  const data = event.data.url === null ? { ...event.data, url: about.url } : event.data;
+  const url = about.url === null ? null : shownUrl(about.url, about.destination);
+  const data = event.data.url === null ? { ...event.data, url } : event.data;
   const subscribers = about.subscribers.filter(
     (s) =>
       s.webhook_id !== webhookId && s.event_types !== null && (JSON.parse(s.event_types) as string[]).includes(type),

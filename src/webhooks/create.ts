@@ -1,4 +1,11 @@
 import type { Context } from 'hono';
+import {
+  destinationAddress,
+  type GivenDestination,
+  type GivenHeaders,
+  parseDestination,
+  parseHeaders,
+} from '../core/destinations';
 import { isEventType } from '../core/event-types';
 import { wholeNumber } from '../core/settings';
 import type { AppEnv } from '../http/app-env';
@@ -14,6 +21,7 @@ import {
 } from '../http/params';
 import { withD1 } from '../http/storage';
 import { actorOf } from './actor';
+import { storedDestination, storedHeaders } from './destination';
 import { tellApplication } from './notify';
 import { createdWebhookJson } from './representation';
 import { openSecret, sealedNewSecret, secretKeys } from './secrets';
@@ -60,6 +68,9 @@ export interface WebhookRegistration {
   filter: string | null;
   /** 'fifo': one delivery at a time, in order; null: none. */
   ordering: 'fifo' | null;
+  /** Where it delivers (HTTP unless given); `url` is then the destination's address. */
+  destination: GivenDestination;
+  headers: GivenHeaders;
 }
 
 /** POST's input. Unknown fields are ignored. `allowed`: origins exempt from the URL's scheme and host rules. */
@@ -76,12 +87,21 @@ export function webhookRegistration(
     rate_limit = null,
     filter = null,
     ordering = null,
+    destination: given = { type: 'http' },
+    headers,
+    sensitive_headers,
   } = jsonObject(body);
-  if (url === undefined) throw badInput('url is required');
-  if (typeof url !== 'string') throw badInput('url must be a string');
+  const destination = parseDestination(given);
+  const http = destination.fields.type === 'http';
+  if (!http && url !== undefined)
+    throw badInput(`url is not sent for a destination of type ${destination.fields.type}`);
+  if (http && url === undefined) throw badInput('url is required');
+  if (http && typeof url !== 'string') throw badInput('url must be a string');
   if (typeof enabled !== 'boolean') throw badInput('is_enabled must be true or false');
   return {
-    url: webhookUrl(url, allowed),
+    url: http ? webhookUrl(url as string, allowed) : destinationAddress(destination.fields),
+    destination,
+    headers: parseHeaders(headers, sensitive_headers),
     enabled,
     eventTypes: eventTypes(event_types),
     description: descriptionField(description),
@@ -132,7 +152,16 @@ export async function registerWebhook(c: Context<AppEnv>): Promise<Response> {
   // One id and one secret for this request's write, the same in every retry of its batch.
   const writeId = crypto.randomUUID();
   const { secret, sealed } = await sealedNewSecret(c.env);
-  const hook: NewWebhook = { ...registration, cap, writeId, idempotency, sealedSecret: sealed };
+  const keys = await secretKeys(c.env);
+  const hook: NewWebhook = {
+    ...registration,
+    destination: await storedDestination(keys, registration.destination),
+    headers: await storedHeaders(keys, registration.headers),
+    cap,
+    writeId,
+    idempotency,
+    sealedSecret: sealed,
+  };
   let result = await withD1(c, 'first-primary', (db) => createWebhook(db, hook, actorOf(c)));
   if (result.outcome === 'unchecked') {
     // Once per application with URLs stored before URLs were normalised.
@@ -160,7 +189,11 @@ export async function registerWebhook(c: Context<AppEnv>): Promise<Response> {
     case 'key-reused':
       throw new ApiFailure(422, 'Idempotency-Key was used with another request body');
     case 'duplicate':
-      throw conflict('url is already registered for this application');
+      throw conflict(
+        registration.destination.fields.type === 'http'
+          ? 'url is already registered for this application'
+          : 'this destination is already registered for this application',
+      );
     case 'full':
       throw conflict('this application has the most webhooks allowed (WEBHOOKS_PER_APP)');
   }

@@ -1,4 +1,11 @@
 import type { Context } from 'hono';
+import {
+  destinationAddress,
+  type GivenDestination,
+  type GivenHeaders,
+  parseDestination,
+  parseHeaders,
+} from '../core/destinations';
 import type { AppEnv } from '../http/app-env';
 import { jsonObject, readJsonBody } from '../http/body';
 import { badInput, conflict, notFound, success } from '../http/envelope';
@@ -13,8 +20,10 @@ import {
 import { withD1 } from '../http/storage';
 import { actorOf } from './actor';
 import { eventTypes } from './create';
+import { storedDestination, storedHeaders } from './destination';
 import { tellApplication } from './notify';
 import { webhookJson } from './representation';
+import { secretKeys } from './secrets';
 import { patchWebhook, type WebhookPatch } from './store/patch';
 import { allowedOrigins, webhookUrl } from './url';
 
@@ -27,21 +36,37 @@ export function webhookPatch(
   body: unknown,
   allowed?: ReadonlySet<string>,
   bytes: Uint8Array = new Uint8Array(),
-): { webhookId: string; patch: WebhookPatch } {
+): { webhookId: string; patch: WebhookPatch; destination?: GivenDestination; headers?: GivenHeaders } {
   const fields = jsonObject(body);
   const webhookId = idField(fields.webhook_id);
   const patch: WebhookPatch = {};
+  // Credentials left out keep the stored ones (the store refuses a new type without its own).
+  const destination = Object.hasOwn(fields, 'destination') ? parseDestination(fields.destination, true) : undefined;
+  const http = destination === undefined || destination.fields.type === 'http';
   if (Object.hasOwn(fields, 'url')) {
+    if (!http) throw badInput(`url is not sent for a destination of type ${destination?.fields.type}`);
     if (typeof fields.url !== 'string') throw badInput('url must be a string');
     patch.url = webhookUrl(fields.url, allowed);
   }
+  if (destination !== undefined && !http) patch.url = destinationAddress(destination.fields);
+  const headers =
+    Object.hasOwn(fields, 'headers') || Object.hasOwn(fields, 'sensitive_headers')
+      ? parseHeaders(fields.headers, fields.sensitive_headers)
+      : undefined;
   if (Object.hasOwn(fields, 'event_types')) patch.eventTypes = eventTypes(fields.event_types);
   if (Object.hasOwn(fields, 'rate_limit')) patch.rateLimit = rateLimitField(fields.rate_limit);
   if (Object.hasOwn(fields, 'description')) patch.description = descriptionField(fields.description);
   if (Object.hasOwn(fields, 'filter')) patch.filter = filterField(fields.filter, bytes);
   if (Object.hasOwn(fields, 'ordering')) patch.ordering = orderingField(fields.ordering);
-  return { webhookId, patch };
+  return { webhookId, patch, destination, headers };
 }
+
+/** What the store's refusals mean. */
+const UNFIT = {
+  credentials: 'destination: a new destination type needs its credentials',
+  'url-not-http': 'url is not sent for a destination that is not http',
+  'url-required': 'url is required to make the destination http',
+} as const;
 
 /**
  * PATCH: change the fields given and nothing else. 200 with the webhook as it stands; 409 when
@@ -50,14 +75,25 @@ export function webhookPatch(
 export async function editWebhook(c: Context<AppEnv>): Promise<Response> {
   const allowed = allowedOrigins(c.env);
   const { bytes, value } = await readJsonBody(c.req.raw, { maxBytes: MAX_WEBHOOK_BODY_BYTES });
-  const { webhookId, patch } = webhookPatch(value, allowed, bytes);
+  const { webhookId, patch, destination, headers } = webhookPatch(value, allowed, bytes);
   c.set('webhookId', webhookId);
+  if (destination !== undefined || headers !== undefined) {
+    const keys = await secretKeys(c.env);
+    if (destination !== undefined) patch.destination = await storedDestination(keys, destination);
+    if (headers !== undefined) patch.headers = await storedHeaders(keys, headers);
+  }
   const result = await withD1(c, 'first-primary', (db) => patchWebhook(db, webhookId, patch, actorOf(c)));
   if (result.outcome === 'missing') throw notFound();
   if (result.outcome === 'duplicate') throw conflict('url is already registered for this application');
+  if (result.outcome === 'invalid') throw badInput(UNFIT[result.reason]);
   // Every event stored after this reply meets its event types and filter as they are now; a new
   // URL, rate or ordering: a pass under way sends its next attempts the new way.
-  const sending = patch.url !== undefined || patch.rateLimit !== undefined || patch.ordering !== undefined;
+  const sending =
+    patch.url !== undefined ||
+    patch.rateLimit !== undefined ||
+    patch.ordering !== undefined ||
+    patch.destination !== undefined ||
+    patch.headers !== undefined;
   if (result.changed) await tellApplication(c, webhookId, { auditId: result.auditId, sending });
   return success(c, { value: webhookJson(result.webhook) });
 }

@@ -1,4 +1,5 @@
 // How the API writes webhooks: the one place that turns store rows into JSON.
+import { destinationJson, headersJson, shownUrl } from './destination';
 import type { WebhookRow } from './store/rows';
 
 /**
@@ -6,7 +7,7 @@ import type { WebhookRow } from './store/rows';
  * exact int64 digits are written (never a double's); the other fields go through JSON.stringify.
  */
 export function webhookJson(row: WebhookRow): string {
-  return `{"webhook_id":${row.id},"url":${JSON.stringify(row.url)},"is_enabled":${row.is_enabled === 1},"event_types":${row.event_types ?? 'null'},"description":${row.description === null ? 'null' : JSON.stringify(row.description)},"rate_limit":${row.rate_limit ?? 'null'},"filter":${row.filter ?? 'null'},"ordering":${row.ordering === null ? 'null' : JSON.stringify(row.ordering)},"created_at":${JSON.stringify(row.created_at)},"updated_at":${JSON.stringify(row.updated_at)},${healthJson(row)}}`;
+  return `{"webhook_id":${row.id},"url":${JSON.stringify(shownUrl(row.url, row.destination))},"destination":${destinationJson(row.destination)},"headers":${headersJson(row.headers)},"is_enabled":${row.is_enabled === 1},"event_types":${row.event_types ?? 'null'},"description":${row.description === null ? 'null' : JSON.stringify(row.description)},"rate_limit":${row.rate_limit ?? 'null'},"filter":${row.filter ?? 'null'},"ordering":${row.ordering === null ? 'null' : JSON.stringify(row.ordering)},"created_at":${JSON.stringify(row.created_at)},"updated_at":${JSON.stringify(row.updated_at)},${healthJson(row)}}`;
 }
 
 const text = (value: string | null) => (value === null ? 'null' : JSON.stringify(value));

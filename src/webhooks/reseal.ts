@@ -1,5 +1,5 @@
 // Re-sealing (the Cron Trigger): after a new key is put first in WEBHOOK_SECRET_KEYS, every stored
-// signing secret that another key of the ring sealed is sealed again with the new one, a bounded
+// signing secret (and destination credentials, sensitive headers) that another key of the ring sealed is sealed again with the new one, a bounded
 // number a run, so that the old key can then be removed. A secret that no key of the ring opens is
 // left as it is (its deliveries wait; the log names its key id).
 import { log } from '../core/log';
@@ -45,8 +45,16 @@ export async function resealSecrets(env: CloudflareBindings, limit = RESEAL_PER_
       id: was.id,
       secret: await resealed(keys, was.secret, failed),
       previous_secret: await resealed(keys, was.previous_secret, failed),
+      credentials: await resealed(keys, was.credentials, failed),
+      sensitive: await resealed(keys, was.sensitive, failed),
     };
-    if (now.secret !== was.secret || now.previous_secret !== was.previous_secret) webhooks.push({ was, now });
+    if (
+      now.secret !== was.secret ||
+      now.previous_secret !== was.previous_secret ||
+      now.credentials !== was.credentials ||
+      now.sensitive !== was.sensitive
+    )
+      webhooks.push({ was, now });
   }
   const idempotency: { was: SealedKey; now: SealedKey }[] = [];
   for (const was of idem) {

@@ -779,3 +779,20 @@ describe('the CI workflow', () => {
     }
   });
 });
+
+describe('npm run deploy and DESTINATION_API_BASES', () => {
+  it('refuses to deploy staging when its configuration sets it (exit 1, naming the setting), before any wrangler call', () => {
+    const staging = '[env.staging.vars]';
+    const at = original.indexOf(staging);
+    expect(at).toBeGreaterThan(0);
+    const setting = /^DESTINATION_API_BASES = ""$/m;
+    const tail = original.slice(at);
+    expect(tail).toMatch(setting);
+    const toml =
+      original.slice(0, at) + tail.replace(setting, 'DESTINATION_API_BASES = "aws_sqs=http://127.0.0.1:9324"');
+    const run = deploy(['staging'], { databases: [], queues: [], secrets: SECRETS }, toml);
+    expect(run.status, run.all).toBe(1);
+    expect(run.stderr).toContain('Refusing to deploy staging: DESTINATION_API_BASES is set');
+    expect(run.calls).toEqual([]);
+  });
+});

@@ -112,10 +112,11 @@ const addedCounts = (added: Partial<Record<(typeof ERASED_ITEMS)[number], string
 /**
  * The erasure's first step, in D1: counts, then deletes, the application's webhooks (their sealed
  * secrets with them) and Idempotency-Keys, and removes the URLs and descriptions from its
- * webhooks' audit records. Publishing then finds no webhook of the application. A repeat finds nothing.
+ * webhooks' audit records (and their destinations and headers). Publishing then finds no webhook of the application. A repeat finds nothing.
  */
 export async function eraseInD1(db: Db, appId: string): Promise<void> {
-  const named = `(json_type(row_before, '$.url') IS NOT NULL OR json_type(row_before, '$.description') IS NOT NULL)`;
+  const named = `(json_type(row_before, '$.url') IS NOT NULL OR json_type(row_before, '$.description') IS NOT NULL
+    OR json_type(row_before, '$.destination') IS NOT NULL OR json_type(row_before, '$.headers') IS NOT NULL)`;
   await db.batch([
     db
       .prepare(
@@ -128,7 +129,7 @@ export async function eraseInD1(db: Db, appId: string): Promise<void> {
       .bind(appId),
     db
       .prepare(
-        `UPDATE webhook_audit SET row_before = json_remove(row_before, '$.url', '$.description')
+        `UPDATE webhook_audit SET row_before = json_remove(row_before, '$.url', '$.description', '$.destination', '$.headers')
          WHERE app_id = ?1 AND ${named}`,
       )
       .bind(appId),

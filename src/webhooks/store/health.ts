@@ -22,6 +22,8 @@ export interface DisableCandidate {
   gone: boolean;
   cutoff: string;
   request_id: string;
+  /** What the failures said, when they name why (an API's 403 or 404); recorded in the reason. */
+  why?: string | null;
 }
 
 /** The statements that record the webhooks' health and disable those that qualify (none when there is nothing to say). */
@@ -45,7 +47,7 @@ export function healthStatements(db: Db, health: HealthChange[], disable: Disabl
   if (disable.length > 0) {
     const candidates = `(SELECT CAST(json_extract(value, '$.webhook_id') AS INTEGER) AS id,
         json_extract(value, '$.gone') AS gone, json_extract(value, '$.cutoff') AS cutoff,
-        json_extract(value, '$.request_id') AS request_id
+        json_extract(value, '$.request_id') AS request_id, json_extract(value, '$.why') AS why
       FROM json_each(?1)) AS d`;
     const qualifies = `webhooks.is_enabled = 1 AND (d.gone OR webhooks.failing_since <= d.cutoff)`;
     statements.push(
@@ -54,7 +56,7 @@ export function healthStatements(db: Db, health: HealthChange[], disable: Disabl
           `INSERT INTO webhook_audit (${AUDIT_COLUMNS}, reason)
            SELECT webhooks.webhook_id, webhooks.app_id, 'disable', ${ROW_JSON}, 'system', NULL, d.request_id,
              CASE WHEN d.gone THEN 'the endpoint answered 410 Gone'
-               ELSE 'every attempt failed since ' || webhooks.failing_since END
+               ELSE 'every attempt failed since ' || webhooks.failing_since || COALESCE('; ' || d.why, '') END
            FROM webhooks JOIN ${candidates} ON webhooks.webhook_id = d.id
            WHERE ${qualifies}`,
         )

@@ -15,20 +15,42 @@ export interface WebhookPatch {
   filter?: string | null;
   /** 'fifo' or null (none). */
   ordering?: 'fifo' | null;
+  /**
+   * The destination as stored (null: an HTTP endpoint); without "sealed", the stored credentials
+   * are kept (only when the type stays the same). `url` is then its address.
+   */
+  destination?: string | null;
+  /** The custom headers as stored; null: none. */
+  headers?: string | null;
 }
 
 export type PatchOutcome =
   | { outcome: 'missing' }
   /** Another of the application's webhooks has the URL: nothing changed. */
   | { outcome: 'duplicate' }
+  /** The patch does not fit the webhook's destination as stored: nothing changed. */
+  | { outcome: 'invalid'; reason: 'credentials' | 'url-not-http' | 'url-required' }
   /** The webhook as it stands now; `changed`: this call changed it (and recorded that, `auditId`). */
   | { outcome: 'patched'; webhook: WebhookRow; changed: boolean; auditId?: number };
 
-// ?3 ?5 ?7 ?9 ?11 ?13: whether url, event_types, rate_limit, description, filter, ordering are
-// given; ?4 ?6 ?8 ?10 ?12 ?14 their values.
-const CHANGES = `((?3 = 1 AND url IS NOT ?4) OR (?5 = 1 AND event_types IS NOT ?6)
+// The destination to store: ?18 as given, with the stored credentials when it has none of its own
+// and keeps the type.
+const DESTINATION = `(CASE WHEN ?18 IS NOT NULL AND json_extract(?18, '$.sealed') IS NULL
+    AND json_extract(destination, '$.type') IS json_extract(?18, '$.type')
+  THEN json_set(?18, '$.sealed', json_extract(destination, '$.sealed')) ELSE ?18 END)`;
+// Why the patch does not fit the destination as stored (NULL: it does): a new type without its
+// credentials, a URL for a destination that is not HTTP, an HTTP destination without its URL.
+const UNFIT = `(CASE
+  WHEN ?17 = 1 AND ?18 IS NOT NULL AND json_extract(?18, '$.sealed') IS NULL
+    AND json_extract(destination, '$.type') IS NOT json_extract(?18, '$.type') THEN 'credentials'
+  WHEN ?3 = 1 AND ?17 = 0 AND destination IS NOT NULL THEN 'url-not-http'
+  WHEN ?17 = 1 AND ?18 IS NULL AND ?3 = 0 AND destination IS NOT NULL THEN 'url-required' END)`;
+// ?3 ?5 ?7 ?9 ?11 ?13 ?17 ?19: whether url, event_types, rate_limit, description, filter, ordering,
+// destination, headers are given; ?4 ?6 ?8 ?10 ?12 ?14 ?18 ?20 their values.
+const CHANGES = `(${UNFIT} IS NULL AND ((?3 = 1 AND url IS NOT ?4) OR (?5 = 1 AND event_types IS NOT ?6)
   OR (?7 = 1 AND rate_limit IS NOT ?8) OR (?9 = 1 AND description IS NOT ?10)
-  OR (?11 = 1 AND filter IS NOT ?12) OR (?13 = 1 AND ordering IS NOT ?14))`;
+  OR (?11 = 1 AND filter IS NOT ?12) OR (?13 = 1 AND ordering IS NOT ?14)
+  OR (?17 = 1 AND destination IS NOT ${DESTINATION}) OR (?19 = 1 AND headers IS NOT ?20)))`;
 // A new URL that another of the application's webhooks has (its own URL is no change).
 const TAKEN = `(?3 = 1 AND url IS NOT ?4 AND EXISTS (
   SELECT 1 FROM webhooks AS other
@@ -63,6 +85,7 @@ export async function patchWebhook(
     given('ordering'),
     patch.ordering ?? null,
   ];
+  const more = [given('destination'), patch.destination ?? null, given('headers'), patch.headers ?? null];
   const [audit, update, after] = await db.batch<Record<string, unknown>>([
     db
       .prepare(
@@ -71,7 +94,7 @@ export async function patchWebhook(
          FROM webhooks
          WHERE ${OWNED} AND ${CHANGES} AND NOT ${TAKEN}`,
       )
-      .bind(...values, actor.jti, actor.requestId),
+      .bind(...values, actor.jti, actor.requestId, ...more),
     db
       .prepare(
         `UPDATE webhooks
@@ -83,16 +106,21 @@ export async function patchWebhook(
            description = CASE WHEN ?9 = 1 THEN ?10 ELSE description END,
            filter = CASE WHEN ?11 = 1 THEN ?12 ELSE filter END,
            ordering = CASE WHEN ?13 = 1 THEN ?14 ELSE ordering END,
+           destination = CASE WHEN ?17 = 1 THEN ${DESTINATION} ELSE destination END,
+           headers = CASE WHEN ?19 = 1 THEN ?20 ELSE headers END,
            updated_at = ${NOW}
          WHERE ${OWNED} AND ${CHANGES} AND NOT ${TAKEN}`,
       )
-      .bind(...values),
-    db.prepare(`SELECT ${COLUMNS}, ${TAKEN} AS taken FROM webhooks WHERE ${OWNED}`).bind(...values.slice(0, 4)),
+      .bind(...values, null, null, ...more),
+    db
+      .prepare(`SELECT ${COLUMNS}, ${TAKEN} AS taken, ${UNFIT} AS unfit FROM webhooks WHERE ${OWNED}`)
+      .bind(...values, null, null, ...more.slice(0, 2)),
   ]);
-  const row = after?.results[0] as (WebhookRow & { taken: number }) | undefined;
+  const row = after?.results[0] as (WebhookRow & { taken: number; unfit: string | null }) | undefined;
   if (row === undefined) return { outcome: 'missing' };
   const changed = update?.meta.changes === 1;
+  if (!changed && row.unfit !== null) return { outcome: 'invalid', reason: row.unfit as 'credentials' };
   if (!changed && row.taken === 1) return { outcome: 'duplicate' };
-  const { taken: _, ...webhook } = row;
+  const { taken: _, unfit: __, ...webhook } = row;
   return { outcome: 'patched', webhook, changed, auditId: auditIdOf(audit) };
 }

@@ -60,6 +60,10 @@ export interface SendingRow {
   failing_since: string | null;
   /** 'fifo': one delivery at a time, in order; null: none. */
   ordering: string | null;
+  /** Where it delivers, as stored (credentials sealed); null: an HTTP endpoint, its `url`. */
+  destination: string | null;
+  /** Its custom headers, as stored (sensitive values sealed); null: none. */
+  headers: string | null;
 }
 
 /** The webhook as sending needs it, or null when it is gone. */
@@ -67,7 +71,7 @@ export function sendingRow(db: Db, webhookId: string): Promise<SendingRow | null
   return db
     .prepare(
       `SELECT app_id, url, is_enabled, secret, previous_secret, previous_secret_until, rate_limit, failing_since,
-         ordering
+         ordering, destination, headers
        FROM webhooks WHERE webhook_id = CAST(?1 AS INTEGER)`,
     )
     .bind(webhookId)

@@ -17,6 +17,10 @@ export interface NewWebhook {
   ordering?: 'fifo' | null;
   /** Its signing secret, encrypted. */
   sealedSecret: string;
+  /** Its destination as stored (credentials sealed); null or absent: an HTTP endpoint. */
+  destination?: string | null;
+  /** Its custom headers as stored (sensitive values sealed); null or absent: none. */
+  headers?: string | null;
   /** The most webhooks the application may have (WEBHOOKS_PER_APP). */
   cap: number;
   /** Unique to this request and kept across its retries: finds what an earlier attempt made. */
@@ -62,9 +66,9 @@ export async function createWebhook(db: Db, hook: NewWebhook, actor: Actor): Pro
     db
       .prepare(
         `INSERT INTO webhooks (app_id, url, is_enabled, event_types, secret, description, rate_limit, filter, ordering,
-           disabled_reason, disabled_at)
+           disabled_reason, disabled_at, destination, headers)
          SELECT ?1, ?2, ?3, ?7, ?8, ?9, ?10, ?11, ?12, CASE WHEN ?3 = 0 THEN 'application' END,
-           CASE WHEN ?3 = 0 THEN ${NOW} END
+           CASE WHEN ?3 = 0 THEN ${NOW} END, ?13, ?14
          WHERE NOT EXISTS (SELECT 1 FROM webhook_audit WHERE write_id = ?4)
            AND NOT EXISTS (SELECT 1 FROM idempotency_keys WHERE app_id = ?1 AND idem_key = ?6)
            AND NOT EXISTS (SELECT 1 FROM webhooks WHERE app_id = ?1 AND url_checked = 0)
@@ -84,6 +88,8 @@ export async function createWebhook(db: Db, hook: NewWebhook, actor: Actor): Pro
         hook.rateLimit,
         hook.filter ?? null,
         hook.ordering ?? null,
+        hook.destination ?? null,
+        hook.headers ?? null,
       ),
     // changes() is the insert's count: 0 when it made nothing, and then last_insert_rowid() is stale.
     db

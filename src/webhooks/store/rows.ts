@@ -12,12 +12,13 @@ export interface Actor {
 export const NOW = `strftime('%Y-%m-%dT%H:%M:%fZ', 'now')`;
 
 // The whole row, as JSON text, for the audit record. SQLite writes the integer id exactly. The
-// signing secrets are never part of it.
+// signing secrets are never part of it, nor the sealed credentials and sensitive headers.
 export const ROW_JSON = `json_object(
     'webhook_id', webhook_id, 'app_id', app_id, 'url', url, 'is_enabled', is_enabled,
     'event_types', json(event_types), 'created_at', created_at, 'updated_at', updated_at,
     'description', description, 'rate_limit', rate_limit, 'filter', json(filter),
-    'ordering', ordering, 'disabled_reason', disabled_reason, 'disabled_at', disabled_at)`;
+    'ordering', ordering, 'disabled_reason', disabled_reason, 'disabled_at', disabled_at,
+    'destination', json(json_remove(destination, '$.sealed')), 'headers', json(json_remove(headers, '$.sealed')))`;
 
 /** A webhook as the store returns it: the id as decimal text, `is_enabled` as stored (0/1). */
 export interface WebhookRow {
@@ -44,6 +45,10 @@ export interface WebhookRow {
   disabled_at: string | null;
   /** Its first failed attempt since its last success; null while it is not failing (and in recorded rows). */
   failing_since: string | null;
+  /** Where it delivers, JSON text without its credentials; null: an HTTP endpoint (and in recorded rows from before). */
+  destination: string | null;
+  /** Its custom headers, JSON text without the sensitive values; null: none. */
+  headers: string | null;
 }
 
 /**
@@ -66,6 +71,8 @@ const rowColumns = (column: (name: string) => string = (name) => name, prefix = 
     'failing_since',
   ]
     .map((name) => `${column(name)} AS ${prefix}${name}`)
+    .join(', ')}, ${['destination', 'headers']
+    .map((name) => `json_remove(${column(name)}, '$.sealed') AS ${prefix}${name}`)
     .join(', ')}`;
 export const COLUMNS = rowColumns();
 /** The WebhookRow of a webhook's row as JSON (an audit record's `row_before`, a key's `webhook_row`). */
@@ -90,6 +97,8 @@ export function prefixed(row: Record<string, unknown>, prefix: string): WebhookR
     disabled_reason: pick('disabled_reason') ?? null,
     disabled_at: pick('disabled_at') ?? null,
     failing_since: pick('failing_since') ?? null,
+    destination: pick('destination') ?? null,
+    headers: pick('headers') ?? null,
   } as WebhookRow;
 }
 

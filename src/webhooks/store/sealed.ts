@@ -1,5 +1,5 @@
-// Sealed signing secrets where they are stored: a webhook's current and previous secret, and the
-// secret an Idempotency-Key keeps for its replay. Read and written for re-sealing them under the
+// Sealed signing secrets where they are stored: a webhook's current and previous secret, its
+// destination's credentials and its sensitive headers, and the secret an Idempotency-Key keeps for its replay. Read and written for re-sealing them under the
 // key ring's new key (the Cron Trigger).
 import type { Db } from '../../platform/d1';
 
@@ -8,6 +8,10 @@ export interface SealedWebhook {
   id: string;
   secret: string | null;
   previous_secret: string | null;
+  /** Its destination's credentials, sealed (null: none). */
+  credentials: string | null;
+  /** Its sensitive headers' values, sealed (null: none). */
+  sensitive: string | null;
 }
 
 /** An Idempotency-Key's sealed secret. */
@@ -25,9 +29,12 @@ const startsWithAny = (column: string) =>
 export async function webhooksSealedWith(db: Db, prefixes: string[], limit: number): Promise<SealedWebhook[]> {
   const { results } = await db
     .prepare(
-      `SELECT CAST(webhook_id AS TEXT) AS id, secret, previous_secret
-       FROM webhooks
-       WHERE ${startsWithAny('secret')} OR ${startsWithAny('previous_secret')}
+      `SELECT id, secret, previous_secret, credentials, sensitive
+       FROM (SELECT CAST(webhook_id AS TEXT) AS id, secret, previous_secret,
+           json_extract(destination, '$.sealed') AS credentials, json_extract(headers, '$.sealed') AS sensitive
+         FROM webhooks)
+       WHERE ${startsWithAny('secret')} OR ${startsWithAny('previous_secret')} OR ${startsWithAny('credentials')}
+         OR ${startsWithAny('sensitive')}
        LIMIT ?2`,
     )
     .bind(JSON.stringify(prefixes), limit)
@@ -63,10 +70,15 @@ export async function storeResealed(
   const [hooks, idem] = await db.batch([
     db
       .prepare(
-        `UPDATE webhooks SET secret = ${field('secret')}, previous_secret = ${field('previous_secret')}
+        `UPDATE webhooks SET secret = ${field('secret')}, previous_secret = ${field('previous_secret')},
+           destination = CASE WHEN destination IS NULL THEN NULL
+             ELSE json_set(destination, '$.sealed', ${field('credentials')}) END,
+           headers = CASE WHEN headers IS NULL THEN NULL ELSE json_set(headers, '$.sealed', ${field('sensitive')}) END
          FROM json_each(?1) AS r
          WHERE webhooks.webhook_id = CAST(${field('id')} AS INTEGER)
-           AND webhooks.secret IS ${field('was_secret')} AND webhooks.previous_secret IS ${field('was_previous')}`,
+           AND webhooks.secret IS ${field('was_secret')} AND webhooks.previous_secret IS ${field('was_previous')}
+           AND json_extract(webhooks.destination, '$.sealed') IS ${field('was_credentials')}
+           AND json_extract(webhooks.headers, '$.sealed') IS ${field('was_sensitive')}`,
       )
       .bind(
         JSON.stringify(
@@ -74,8 +86,12 @@ export async function storeResealed(
             id: now.id,
             secret: now.secret,
             previous_secret: now.previous_secret,
+            credentials: now.credentials,
+            sensitive: now.sensitive,
             was_secret: was.secret,
             was_previous: was.previous_secret,
+            was_credentials: was.credentials,
+            was_sensitive: was.sensitive,
           })),
         ),
       ),

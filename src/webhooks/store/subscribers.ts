@@ -57,25 +57,28 @@ export async function readSubscribers(db: Db, appIds: string[]): Promise<Subscri
 }
 
 /**
- * The application's enabled webhooks (as readSubscribers gives them), and the URL of its webhook
- * `webhookId`, enabled or not (null: it has none such): who hears of an operational event about
+ * The application's enabled webhooks (as readSubscribers gives them), and the URL (and
+ * destination) of its webhook `webhookId`, enabled or not (null: it has none such): who hears of an operational event about
  * that webhook, and where it is. One round trip.
  */
 export async function readSubscribersAbout(
   db: Db,
   appId: string,
   webhookId: string,
-): Promise<{ subscribers: Subscriber[]; url: string | null }> {
+): Promise<{ subscribers: Subscriber[]; url: string | null; destination: string | null }> {
   const { results } = await db
     .prepare(
-      `SELECT CAST(webhook_id AS TEXT) AS webhook_id, app_id, event_types, filter, ${HOST}, is_enabled, url FROM webhooks
+      `SELECT CAST(webhook_id AS TEXT) AS webhook_id, app_id, event_types, filter, ${HOST}, is_enabled, url,
+         destination FROM webhooks
        WHERE app_id = ?1 AND (is_enabled = 1 OR webhook_id = CAST(?2 AS INTEGER))
        ORDER BY webhook_id`,
     )
     .bind(appId, webhookId)
-    .all<Subscriber & { is_enabled: number; url: string }>();
+    .all<Subscriber & { is_enabled: number; url: string; destination: string | null }>();
+  const about = results.find((r) => r.webhook_id === webhookId);
   return {
     subscribers: results.filter((r) => r.is_enabled === 1),
-    url: results.find((r) => r.webhook_id === webhookId)?.url ?? null,
+    url: about?.url ?? null,
+    destination: about?.destination ?? null,
   };
 }

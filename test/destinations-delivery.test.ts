@@ -1,0 +1,532 @@
+// Deliveries to destinations beyond HTTP (docs/destinations.md), each request checked against its
+// API's reference: the SigV4 signature recomputed with @smithy/signature-v4 from the known
+// credentials, the Pub/Sub assertion verified with the key pair's public key, the Queue's bearer,
+// the exact bodies and attributes, the SQS and Pub/Sub messages verified with standardwebhooks.
+import { env, runInDurableObject } from 'cloudflare:test';
+import { SignatureV4 } from '@smithy/signature-v4';
+import { exportPKCS8, generateKeyPair, jwtVerify } from 'jose';
+import { Webhook as StandardWebhook } from 'standardwebhooks';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { deliverDue, endpointOf, sendPass, storedAttempts, storedDelivery } from './helpers/objects';
+import { type Received, receiver } from './helpers/receiver';
+import { expectValue } from './helpers/replies';
+import { get, post, postJson, publishEvent } from './helpers/requests';
+import { hoursAgo } from './helpers/time';
+import { bearer, freshApp, tokenFor } from './helpers/tokens';
+
+const used = new Set<string>();
+// The alarms stop before the APIs' stand-in does: no request of these tests ever leaves.
+afterEach(async () => {
+  for (const id of used) await runInDurableObject(endpointOf(id), (_, state) => state.storage.deleteAlarm());
+  used.clear();
+  vi.restoreAllMocks();
+});
+
+const KEY_ID = 'AKIAIOSFODNN7EXAMPLE';
+const SECRET_KEY = 'wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY';
+const ACCOUNT = '0123456789abcdef0123456789abcdef';
+const QUEUE = 'fedcba9876543210fedcba9876543210';
+const CF_TOKEN = 'cf-api-token-abc';
+const GOOGLE_TOKEN = 'ya29.test-access-token';
+
+const { publicKey, privateKey } = await generateKeyPair('RS256', { extractable: true });
+const SA_KEY = {
+  type: 'service_account',
+  client_email: 'publisher@project-one.iam.gserviceaccount.com',
+  private_key: await exportPKCS8(privateKey),
+  private_key_id: 'key-1',
+  token_uri: 'https://oauth2.googleapis.com/token',
+};
+
+/** Each type's destination, its queue or topic named after the application (one per test). */
+const destinations = (app: string) => ({
+  cloudflare_queue: { type: 'cloudflare_queue', account_id: ACCOUNT, queue_id: QUEUE, api_token: CF_TOKEN },
+  aws_sqs: {
+    type: 'aws_sqs',
+    queue_url: `https://sqs.eu-west-1.amazonaws.com/123456789012/${app}`,
+    access_key_id: KEY_ID,
+    secret_access_key: SECRET_KEY,
+  },
+  aws_eventbridge: {
+    type: 'aws_eventbridge',
+    region: 'us-east-1',
+    event_bus: app,
+    source: 'com.example.nft',
+    access_key_id: KEY_ID,
+    secret_access_key: SECRET_KEY,
+  },
+  gcp_pubsub: { type: 'gcp_pubsub', topic: `projects/project-one/topics/${app}`, service_account_key: SA_KEY },
+});
+
+/** The APIs' hosts: the only ones these tests' deliveries may reach, with the application's HTTP receiver. */
+const API_HOSTS = new Set([
+  'api.cloudflare.com',
+  'sqs.eu-west-1.amazonaws.com',
+  'events.us-east-1.amazonaws.com',
+  'oauth2.googleapis.com',
+  'pubsub.googleapis.com',
+]);
+
+type Reply = (req: Received) => Response | undefined;
+
+/** The APIs' replies by host (each as its reference shows a success), unless `reply` answers first. */
+function apis(app: string, reply: Reply = () => undefined) {
+  const requests: Received[] = [];
+  const { spy } = receiver((req) => {
+    const host = new URL(req.url).host;
+    if (host !== `${app}.example.com` && !API_HOSTS.has(host) && !host.startsWith('127.0.0.1')) {
+      requests.push(req);
+      return new Response(null, { status: 503 });
+    }
+    // Other tests' objects may still send here: their requests name another application's queues.
+    if (
+      API_HOSTS.has(host) &&
+      !`${req.url} ${req.body}`.includes(app) &&
+      host !== 'oauth2.googleapis.com' &&
+      host !== 'api.cloudflare.com'
+    )
+      return new Response(null, { status: 503 });
+    requests.push(req);
+    const own = reply(req);
+    if (own !== undefined) return own;
+    const json = (value: unknown) => Response.json(value);
+    switch (host) {
+      case 'sqs.eu-west-1.amazonaws.com':
+        return json({ MD5OfMessageBody: 'x', MessageId: crypto.randomUUID() });
+      case 'events.us-east-1.amazonaws.com':
+        return json({ Entries: [{ EventId: crypto.randomUUID() }], FailedEntryCount: 0 });
+      case 'api.cloudflare.com':
+        return json({ success: true, errors: [], messages: [], result: null });
+      case 'oauth2.googleapis.com':
+        return json({ access_token: GOOGLE_TOKEN, expires_in: 3599, token_type: 'Bearer' });
+      case 'pubsub.googleapis.com':
+        return json({ messageIds: ['1'] });
+      default:
+        return new Response('ok');
+    }
+  });
+  return { requests, spy };
+}
+
+const at = (requests: Received[], host: string) => requests.filter((r) => new URL(r.url).host === host);
+
+async function register(app: string, body: Record<string, unknown>) {
+  const { value } = await expectValue<{ webhook_id: number; secret: string }>(
+    await post(body, bearer(await tokenFor(app))),
+    201,
+  );
+  const id = String(value.webhook_id);
+  used.add(id);
+  return { id, secret: value.secret };
+}
+
+/** SHA-256 and HMAC-SHA-256 for @smithy/signature-v4, from WebCrypto. */
+class Sha256 {
+  private readonly chunks: Uint8Array[] = [];
+  constructor(private readonly secret?: unknown) {}
+  update(data: unknown) {
+    this.chunks.push(bytes(data));
+  }
+  async digest(): Promise<Uint8Array> {
+    const data = new Uint8Array(await new Blob(this.chunks as unknown as Blob[]).arrayBuffer());
+    if (this.secret === undefined) return new Uint8Array(await crypto.subtle.digest('SHA-256', data));
+    const key = await crypto.subtle.importKey('raw', bytes(this.secret), { name: 'HMAC', hash: 'SHA-256' }, false, [
+      'sign',
+    ]);
+    return new Uint8Array(await crypto.subtle.sign('HMAC', key, data));
+  }
+}
+function bytes(data: unknown): Uint8Array {
+  if (typeof data === 'string') return new TextEncoder().encode(data);
+  if (data instanceof ArrayBuffer) return new Uint8Array(data);
+  const view = data as ArrayBufferView;
+  return new Uint8Array(view.buffer, view.byteOffset, view.byteLength);
+}
+
+/**
+ * The request's Authorization recomputed from the known credentials over the headers it says it
+ * signed: equal only when aws4fetch signed exactly this request, for this service and region.
+ */
+async function expectSigV4(req: Received, service: string, region: string) {
+  const auth = req.headers.authorization as string;
+  const match =
+    /^AWS4-HMAC-SHA256 Credential=([^/]+)\/(\d{8})\/([^/]+)\/([^/]+)\/aws4_request, SignedHeaders=([^,]+), Signature=[0-9a-f]{64}$/.exec(
+      auth,
+    );
+  expect(match).not.toBeNull();
+  const [, keyId, , signedRegion, signedService, signedHeaders] = match as RegExpExecArray;
+  expect({ keyId, signedRegion, signedService }).toEqual({
+    keyId: KEY_ID,
+    signedRegion: region,
+    signedService: service,
+  });
+  const names = (signedHeaders as string).split(';');
+  expect(names).toEqual(expect.arrayContaining(['host', 'x-amz-date', 'x-amz-target']));
+  const url = new URL(req.url);
+  const headers = Object.fromEntries(names.map((n) => [n, n === 'host' ? url.host : (req.headers[n] as string)]));
+  const amzDate = req.headers['x-amz-date'] as string;
+  const signingDate = new Date(
+    `${amzDate.slice(0, 4)}-${amzDate.slice(4, 6)}-${amzDate.slice(6, 8)}T${amzDate.slice(9, 11)}:${amzDate.slice(11, 13)}:${amzDate.slice(13, 15)}Z`,
+  );
+  const signer = new SignatureV4({
+    service,
+    region,
+    credentials: { accessKeyId: KEY_ID, secretAccessKey: SECRET_KEY },
+    sha256: Sha256,
+    applyChecksum: false,
+  });
+  const signed = await signer.sign(
+    {
+      method: req.method,
+      protocol: url.protocol,
+      hostname: url.hostname,
+      port: url.port === '' ? undefined : Number(url.port),
+      path: url.pathname,
+      query: {},
+      headers,
+      body: req.body,
+    },
+    { signingDate },
+  );
+  expect(signed.headers.authorization).toBe(auth);
+}
+
+const verifier = (secret: string) => new StandardWebhook(secret);
+const attributes = (attrs: Record<string, { DataType: string; StringValue: string }>) =>
+  Object.fromEntries(Object.entries(attrs).map(([k, v]) => [k, v.StringValue]));
+
+describe('delivering to each destination type', () => {
+  it('delivers every event once to each of an application’s HTTP and four API destinations, as each API specifies', async () => {
+    const app = freshApp();
+    const kinds = destinations(app);
+    const http = await register(app, { url: `https://${app}.example.com/hook` });
+    const hooks = {
+      cloudflare_queue: await register(app, { destination: kinds.cloudflare_queue }),
+      aws_sqs: await register(app, { destination: kinds.aws_sqs }),
+      aws_eventbridge: await register(app, { destination: kinds.aws_eventbridge }),
+      gcp_pubsub: await register(app, { destination: kinds.gcp_pubsub }),
+    };
+    const { requests } = apis(app);
+    const events = [
+      await publishEvent(app, 'NEW_NFT', { token: '1' }),
+      await publishEvent(app, 'NEW_NFT', { token: '2' }),
+    ];
+    for (const e of events) expect(e.deliveryIds).toHaveLength(5);
+    const ids = [http.id, ...Object.values(hooks).map((h) => h.id)];
+    await deliverDue(...ids);
+
+    // Nothing went anywhere but the application's receiver and the APIs' own hosts.
+    const hosts = new Set(requests.map((r) => new URL(r.url).host));
+    expect([...hosts].sort()).toEqual([...API_HOSTS, `${app}.example.com`].sort());
+
+    // HTTP: the body each API's message must carry, by webhook-id.
+    const sent = at(requests, `${app}.example.com`);
+    expect(sent.map((r) => r.headers['webhook-id']).sort()).toEqual(events.map((e) => e.eventId).sort());
+    const bodyOf = new Map(sent.map((r) => [r.headers['webhook-id'] as string, r.body]));
+
+    // SQS: SendMessage in AWS JSON 1.0, the exact body, the signature as String attributes.
+    const sqs = at(requests, 'sqs.eu-west-1.amazonaws.com');
+    expect(sqs).toHaveLength(2);
+    for (const req of sqs) {
+      expect(req.method).toBe('POST');
+      expect(req.url).toBe('https://sqs.eu-west-1.amazonaws.com/');
+      expect(req.headers['content-type']).toBe('application/x-amz-json-1.0');
+      expect(req.headers['x-amz-target']).toBe('AmazonSQS.SendMessage');
+      await expectSigV4(req, 'sqs', 'eu-west-1');
+      const body = JSON.parse(req.body);
+      expect(Object.keys(body).sort()).toEqual(['MessageAttributes', 'MessageBody', 'QueueUrl']);
+      expect(body.QueueUrl).toBe(kinds.aws_sqs.queue_url);
+      const attrs = attributes(body.MessageAttributes);
+      expect(Object.keys(attrs).sort()).toEqual(['webhook-id', 'webhook-signature', 'webhook-timestamp']);
+      for (const a of Object.values(body.MessageAttributes))
+        expect((a as { DataType: string }).DataType).toBe('String');
+      expect(body.MessageBody).toBe(bodyOf.get(attrs['webhook-id'] as string));
+      expect(verifier(hooks.aws_sqs.secret).verify(body.MessageBody, attrs)).toMatchObject({ type: 'NEW_NFT' });
+    }
+
+    // EventBridge: PutEvents, one entry, the payload and its message_id as Detail.
+    const bus = at(requests, 'events.us-east-1.amazonaws.com');
+    expect(bus).toHaveLength(2);
+    const details = [];
+    for (const req of bus) {
+      expect(req.url).toBe('https://events.us-east-1.amazonaws.com/');
+      expect(req.headers['content-type']).toBe('application/x-amz-json-1.1');
+      expect(req.headers['x-amz-target']).toBe('AWSEvents.PutEvents');
+      await expectSigV4(req, 'events', 'us-east-1');
+      const { Entries } = JSON.parse(req.body);
+      expect(Entries).toHaveLength(1);
+      const [entry] = Entries;
+      expect(Object.keys(entry).sort()).toEqual(['Detail', 'DetailType', 'EventBusName', 'Source']);
+      expect(entry).toMatchObject({ Source: 'com.example.nft', DetailType: 'NEW_NFT', EventBusName: app });
+      const detail = JSON.parse(entry.Detail);
+      const { message_id, ...payload } = detail;
+      expect(payload).toEqual(JSON.parse(bodyOf.get(message_id) as string));
+      details.push(message_id);
+    }
+    expect(details.sort()).toEqual(events.map((e) => e.eventId).sort());
+
+    // Cloudflare Queue: the push API with its bearer, the payload and its message_id as a JSON message.
+    const queue = at(requests, 'api.cloudflare.com');
+    expect(queue).toHaveLength(2);
+    for (const req of queue) {
+      expect(req.url).toBe(`https://api.cloudflare.com/client/v4/accounts/${ACCOUNT}/queues/${QUEUE}/messages`);
+      expect(req.headers.authorization).toBe(`Bearer ${CF_TOKEN}`);
+      const body = JSON.parse(req.body);
+      expect(Object.keys(body).sort()).toEqual(['body', 'content_type']);
+      expect(body.content_type).toBe('json');
+      const { message_id, ...payload } = body.body;
+      expect(payload).toEqual(JSON.parse(bodyOf.get(message_id) as string));
+    }
+
+    // Pub/Sub: one token for both (a JWT bearer grant signed with the key), then topics.publish.
+    const tokens = at(requests, 'oauth2.googleapis.com');
+    expect(tokens).toHaveLength(1);
+    const grant = new URLSearchParams(tokens[0]!.body);
+    expect(tokens[0]!.url).toBe('https://oauth2.googleapis.com/token');
+    expect(tokens[0]!.headers['content-type']).toBe('application/x-www-form-urlencoded');
+    expect(grant.get('grant_type')).toBe('urn:ietf:params:oauth:grant-type:jwt-bearer');
+    const { payload: claims, protectedHeader } = await jwtVerify(grant.get('assertion') as string, publicKey, {
+      issuer: SA_KEY.client_email,
+      audience: SA_KEY.token_uri,
+      algorithms: ['RS256'],
+    });
+    expect(protectedHeader.kid).toBe('key-1');
+    expect(claims.scope).toBe('https://www.googleapis.com/auth/pubsub');
+    expect((claims.exp as number) - (claims.iat as number)).toBe(3600);
+    const published = at(requests, 'pubsub.googleapis.com');
+    expect(published).toHaveLength(2);
+    for (const req of published) {
+      expect(req.url).toBe(`https://pubsub.googleapis.com/v1/projects/project-one/topics/${app}:publish`);
+      expect(req.headers.authorization).toBe(`Bearer ${GOOGLE_TOKEN}`);
+      const { messages } = JSON.parse(req.body);
+      expect(messages).toHaveLength(1);
+      expect(Object.keys(messages[0]).sort()).toEqual(['attributes', 'data']);
+      const data = new TextDecoder().decode(Uint8Array.from(atob(messages[0].data), (c) => c.charCodeAt(0)));
+      expect(data).toBe(bodyOf.get(messages[0].attributes['webhook-id']));
+      expect(verifier(hooks.gcp_pubsub.secret).verify(data, messages[0].attributes)).toMatchObject({ type: 'NEW_NFT' });
+    }
+
+    // Each delivery succeeded, once, with the API's status and reply in its log.
+    for (const [i, id] of ids.entries()) {
+      for (const e of events) {
+        const deliveryId = e.deliveryIds[i] as string;
+        expect((await storedDelivery(id, deliveryId))?.status).toBe('succeeded');
+        const attempts = await storedAttempts(id, deliveryId);
+        expect(attempts).toHaveLength(1);
+        expect(attempts[0]).toMatchObject({ status: 200, error: null });
+        expect(attempts[0]!.body).not.toContain(GOOGLE_TOKEN);
+      }
+    }
+  });
+
+  it('groups a FIFO webhook’s SQS messages and orders its Pub/Sub messages by the webhook id', async () => {
+    const app = freshApp();
+    const kinds = destinations(app);
+    const sqs = await register(app, {
+      destination: { ...kinds.aws_sqs, queue_url: `${kinds.aws_sqs.queue_url}.fifo` },
+      ordering: 'fifo',
+    });
+    const pubsub = await register(app, { destination: kinds.gcp_pubsub, ordering: 'fifo' });
+    const { requests } = apis(app);
+    const { eventId } = await publishEvent(app);
+    await deliverDue(sqs.id, pubsub.id);
+    const [send] = at(requests, 'sqs.eu-west-1.amazonaws.com');
+    const body = JSON.parse(send!.body);
+    expect(body.MessageGroupId).toBe(sqs.id);
+    expect(body.MessageDeduplicationId).toBe(eventId);
+    expect(body.QueueUrl).toBe(`${kinds.aws_sqs.queue_url}.fifo`);
+    const [publish] = at(requests, 'pubsub.googleapis.com');
+    expect(JSON.parse(publish!.body).messages[0].orderingKey).toBe(pubsub.id);
+  });
+
+  it('retries a throttled request by the schedule, and succeeds on the next attempt', async () => {
+    const app = freshApp();
+    const hook = await register(app, { destination: destinations(app).aws_sqs });
+    let calls = 0;
+    const { requests } = apis(app, (req) => {
+      if (new URL(req.url).host !== 'sqs.eu-west-1.amazonaws.com') return undefined;
+      calls++;
+      return calls === 1
+        ? Response.json(
+            { __type: 'com.amazonaws.sqs#ThrottlingException', message: 'Rate exceeded' },
+            { status: 400, headers: { 'x-amzn-query-error': 'ThrottlingException;Sender' } },
+          )
+        : undefined;
+    });
+    const { deliveryIds } = await publishEvent(app);
+    const [id] = deliveryIds as [string];
+    await deliverDue(hook.id);
+    const after = (await storedDelivery(hook.id, id))!;
+    expect(after).toMatchObject({ status: 'pending', attempts: 1 });
+    expect((await storedAttempts(hook.id, id))[0]).toMatchObject({ status: 400, error: null });
+    expect((await storedAttempts(hook.id, id))[0]!.body).toContain('ThrottlingException');
+    // Its next attempt, when due.
+    await runInDurableObject(endpointOf(hook.id), (_, state) =>
+      state.storage.sql.exec(
+        'UPDATE deliveries SET next_attempt_at = ?1 WHERE delivery_id = CAST(?2 AS INTEGER)',
+        new Date(Date.now() - 1000).toISOString(),
+        id,
+      ),
+    );
+    await deliverDue(hook.id);
+    expect(await storedDelivery(hook.id, id)).toMatchObject({ status: 'succeeded', attempts: 2 });
+    expect(at(requests, 'sqs.eu-west-1.amazonaws.com')).toHaveLength(2);
+  });
+
+  it('counts an EventBridge entry that failed as a failed attempt, with its ErrorCode recorded', async () => {
+    const app = freshApp();
+    const hook = await register(app, { destination: destinations(app).aws_eventbridge });
+    apis(app, (req) =>
+      new URL(req.url).host === 'events.us-east-1.amazonaws.com'
+        ? Response.json({
+            Entries: [{ ErrorCode: 'InternalFailure', ErrorMessage: 'try again' }],
+            FailedEntryCount: 1,
+          })
+        : undefined,
+    );
+    const { deliveryIds } = await publishEvent(app);
+    const [id] = deliveryIds as [string];
+    await deliverDue(hook.id);
+    expect(await storedDelivery(hook.id, id)).toMatchObject({ status: 'pending', attempts: 1 });
+    const [attempt] = await storedAttempts(hook.id, id);
+    expect(attempt).toMatchObject({ status: 200, error: 'rejected' });
+    expect(attempt!.body).toContain('InternalFailure');
+    const row = await env.DB.prepare('SELECT failing_since FROM webhooks WHERE webhook_id = CAST(?1 AS INTEGER)')
+      .bind(hook.id)
+      .first<{ failing_since: string | null }>();
+    expect(row?.failing_since).not.toBeNull();
+  });
+
+  it('disables a destination refused with 403 after the schedule, naming why in its record', async () => {
+    const app = freshApp();
+    const hook = await register(app, { destination: destinations(app).aws_sqs });
+    const listener = await register(app, { url: `https://${app}.example.com/ops`, event_types: ['endpoint.disabled'] });
+    const { requests } = apis(app, (req) =>
+      new URL(req.url).host === 'sqs.eu-west-1.amazonaws.com'
+        ? Response.json(
+            { __type: 'com.amazon.coral.service#AccessDeniedException', message: 'not authorized' },
+            { status: 403 },
+          )
+        : undefined,
+    );
+    // Failing for longer than AUTO_DISABLE_AFTER_HOURS already.
+    await env.DB.prepare('UPDATE webhooks SET failing_since = ?2 WHERE webhook_id = CAST(?1 AS INTEGER)')
+      .bind(hook.id, hoursAgo(200))
+      .run();
+    const { deliveryIds } = await publishEvent(app);
+    await deliverDue(hook.id);
+    const [attempt] = await storedAttempts(hook.id, deliveryIds[0] as string);
+    expect(attempt).toMatchObject({ status: 403 });
+    expect(attempt!.body).toContain('AccessDeniedException');
+    expect(attempt!.body).not.toContain(SECRET_KEY);
+    const { value } = await expectValue<{ is_enabled: boolean; disabled_reason: string; url: string }>(
+      await get(`webhook_id=${hook.id}`, bearer(await tokenFor(app))),
+    );
+    expect(value).toMatchObject({ is_enabled: false, disabled_reason: 'failing' });
+    expect(value.url).toBe(destinations(app).aws_sqs.queue_url);
+    const disable = await env.DB.prepare(
+      "SELECT reason FROM webhook_audit WHERE webhook_id = CAST(?1 AS INTEGER) AND action = 'disable'",
+    )
+      .bind(hook.id)
+      .first<{ reason: string }>();
+    expect(disable?.reason).toMatch(
+      /^every attempt failed since .*; the destination answered 403 Forbidden: access denied/,
+    );
+    // The operational event names the queue's address and why.
+    await deliverDue(listener.id);
+    const [told] = at(requests, `${app}.example.com`);
+    const event = JSON.parse(told!.body);
+    expect(event.type).toBe('endpoint.disabled');
+    expect(event.data).toMatchObject({
+      url: destinations(app).aws_sqs.queue_url,
+      reason: 'failing',
+      why: expect.stringContaining('403 Forbidden'),
+    });
+  });
+
+  it('sends to the operator’s stand-in (DESTINATION_API_BASES), signed for it, and shows the real address', async () => {
+    const app = freshApp();
+    const hook = await register(app, { destination: destinations(app).aws_sqs });
+    const { requests } = apis(app, (req) =>
+      req.url.startsWith('https:') ? new Response(null, { status: 503 }) : undefined,
+    );
+    await publishEvent(app);
+    await sendPass(hook.id, { DESTINATION_API_BASES: 'aws_sqs=http://127.0.0.1:9324 gcp_oauth=http://127.0.0.1:9325' });
+    // (The object's own alarm may have sent it to the real host, with the test settings, meanwhile.)
+    const standIn = at(requests, '127.0.0.1:9324');
+    expect(standIn).toHaveLength(1);
+    expect(requests.every((r) => ['127.0.0.1:9324', 'sqs.eu-west-1.amazonaws.com'].includes(new URL(r.url).host))).toBe(
+      true,
+    );
+    const [req] = standIn as [Received];
+    expect(req.url).toBe('http://127.0.0.1:9324/');
+    await expectSigV4(req, 'sqs', 'eu-west-1');
+    expect(JSON.parse(req.body).QueueUrl).toBe(destinations(app).aws_sqs.queue_url);
+    const { value } = await expectValue<{ url: string }>(
+      await get(`webhook_id=${hook.id}`, bearer(await tokenFor(app))),
+    );
+    expect(value.url).toBe(destinations(app).aws_sqs.queue_url);
+  });
+
+  it('sends an HTTP webhook’s custom headers, sensitive ones opened, with every attempt and test event', async () => {
+    const app = freshApp();
+    const hook = await register(app, {
+      url: `https://${app}.example.com/hook`,
+      headers: { 'X-Tenant': 'acme', Authorization: 'Bearer gateway-secret' },
+      sensitive_headers: ['Authorization'],
+    });
+    const { requests } = apis(app);
+    await publishEvent(app);
+    const { res } = await postJson('test', { webhook_id: Number(hook.id) }, bearer(await tokenFor(app)));
+    await expectValue(res, 202);
+    await deliverDue(hook.id);
+    const sent = at(requests, `${app}.example.com`);
+    expect(sent).toHaveLength(2);
+    for (const req of sent) {
+      expect(req.headers['x-tenant']).toBe('acme');
+      expect(req.headers.authorization).toBe('Bearer gateway-secret');
+      expect(verifier(hook.secret).verify(req.body, req.headers)).toBeDefined();
+    }
+  });
+
+  it('records a refused token grant, and a key that cannot sign, as failed attempts that publish nothing', async () => {
+    const app = freshApp();
+    const kinds = destinations(app);
+    // Its own key: a token the earlier tests got for SA_KEY is still reused.
+    const refused = await register(app, {
+      destination: {
+        ...kinds.gcp_pubsub,
+        service_account_key: { ...SA_KEY, client_email: 'refused@project-one.iam.gserviceaccount.com' },
+      },
+    });
+    const unusable = await register(app, {
+      destination: {
+        ...kinds.gcp_pubsub,
+        topic: `projects/project-one/topics/${app}-2`,
+        service_account_key: {
+          ...SA_KEY,
+          client_email: 'other@project-one.iam.gserviceaccount.com',
+          private_key: '-----BEGIN PRIVATE KEY-----\nYWJjZA==\n-----END PRIVATE KEY-----\n',
+        },
+      },
+    });
+    const { requests } = apis(app, (req) =>
+      new URL(req.url).host === 'oauth2.googleapis.com'
+        ? Response.json({ error: 'invalid_grant', error_description: 'Invalid JWT Signature.' }, { status: 400 })
+        : undefined,
+    );
+    const { deliveryIds } = await publishEvent(app);
+    await deliverDue(refused.id, unusable.id);
+    const [first] = await storedAttempts(refused.id, deliveryIds[0] as string);
+    expect(first).toMatchObject({ status: 400, error: null });
+    expect(first!.body).toContain('invalid_grant');
+    const [second] = await storedAttempts(unusable.id, deliveryIds[1] as string);
+    expect(second).toMatchObject({ status: null, error: 'rejected' });
+    expect(await storedDelivery(unusable.id, deliveryIds[1] as string)).toMatchObject({
+      status: 'pending',
+      attempts: 1,
+    });
+    expect(at(requests, 'pubsub.googleapis.com')).toHaveLength(0);
+    expect(at(requests, 'oauth2.googleapis.com')).toHaveLength(1);
+  });
+});
