@@ -13,7 +13,7 @@ import { retryD1 } from '../platform/d1';
 import { healthStatements } from '../webhooks/store/health';
 import type { SendingRow } from '../webhooks/store/reads';
 import { type DisabledBy, tellAfterPass } from './alerts';
-import { dispatchAll, prepareSigning } from './dispatch';
+import { dispatchAll, logSucceeded, prepareSigning } from './dispatch';
 import { type EndpointState, hostSlots, knownWebhook, openGate, sendable } from './gate';
 import { type PassRecord, recordOf } from './record';
 import { cancelled, waiting } from './schedule';
@@ -105,6 +105,7 @@ export async function sendDue(
   // Dispatch: six at once; what is not admitted waits untouched for its slot.
   const dispatched = await dispatchAll(due, { secretKeys, origins, config, fetcher, gate, webhookId });
 
+  logSucceeded(webhookId, dispatched);
   // Record: attempts and states here, the webhook's health in D1.
   const record = recordOf(dispatched, config, Date.now());
   recordAndTell(endpoint, record.attempts, record.changes);
