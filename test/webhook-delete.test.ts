@@ -33,6 +33,8 @@ describe('DELETE /v1.0/app/nft/webhook', () => {
       ordering: null,
       disabled_reason: null,
       disabled_at: null,
+      destination: null,
+      headers: null,
     });
   });
 

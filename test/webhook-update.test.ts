@@ -37,6 +37,8 @@ describe('PUT /v1.0/app/nft/webhook', () => {
       ordering: null,
       disabled_reason: null,
       disabled_at: null,
+      destination: null,
+      headers: null,
     });
   });
 
