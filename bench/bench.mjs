@@ -36,6 +36,7 @@ import {
   THROUGHPUT_SPREAD,
   workerdProcesses,
 } from './deliveries.mjs';
+import { DESTINATIONS, DESTINATIONS_TARGET, runDestinations } from './destinations.mjs';
 import { FILTER_HOSTILE, FILTER_HOSTILE_TARGET, runFilterHostile } from './filter-hostile.mjs';
 import {
   addDeliveryLog,
@@ -140,6 +141,7 @@ const withRows = selected(ROWS);
 const withArchive = selected(ARCHIVE);
 const withHostile = selected(HOSTILE);
 const withFilterHostile = selected(FILTER_HOSTILE);
+const withDestinations = selected(DESTINATIONS);
 if (
   scenarios.length === 0 &&
   queueScenarios.length === 0 &&
@@ -147,7 +149,8 @@ if (
   !withRows &&
   !withArchive &&
   !withHostile &&
-  !withFilterHostile
+  !withFilterHostile &&
+  !withDestinations
 )
   throw new Error(`--only ${only}: no scenario's name has it`);
 
@@ -248,6 +251,13 @@ const hostile = withHostile
 // Hostile content filters: once too, on a worker of its own (bench/filter-hostile.mjs).
 const filterHostile = withFilterHostile
   ? await runFilterHostile({ bundleUrl, log: (line) => process.stdout.write(`${line}\n`) }).catch((err) => ({
+      error: err.message,
+    }))
+  : null;
+
+// Destinations: once too, on a worker of its own with the APIs' stand-in (bench/destinations.mjs).
+const destinations = withDestinations
+  ? await runDestinations({ bundleUrl, log: (line) => process.stdout.write(`${line}\n`) }).catch((err) => ({
       error: err.message,
     }))
   : null;
@@ -861,6 +871,22 @@ if (filterHostile !== null) {
     failures.push(
       `${FILTER_HOSTILE}: publish p50 ${filterHostile.p50_ms} ms, target < ${FILTER_HOSTILE_TARGET.p50Ms} ms`,
     );
+}
+
+if (destinations !== null) {
+  report.destinations =
+    destinations.error === undefined ? { types: destinations, target: DESTINATIONS_TARGET } : destinations;
+  if (destinations.error !== undefined) failures.push(`${DESTINATIONS}: ${destinations.error}`);
+  else {
+    console.log(`\n${DESTINATIONS}, median of the rounds (target >= ${DESTINATIONS_TARGET}x HTTP)`);
+    for (const d of destinations) {
+      console.log(
+        `  ${d.type.padEnd(18)} ${String(Math.round(d.rate)).padStart(6)} deliveries/s  ${d.ratio.toFixed(2)}x HTTP`,
+      );
+      if (d.ratio < DESTINATIONS_TARGET)
+        failures.push(`${DESTINATIONS}: ${d.type} ${d.ratio.toFixed(2)}x HTTP, target ${DESTINATIONS_TARGET}x`);
+    }
+  }
 }
 
 const gzip = gzipSync(bundle).length;
