@@ -9,8 +9,8 @@ import { Webhook as StandardWebhook } from 'standardwebhooks';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { deliverDue, endpointOf, makeDue, sendPass, storedAttempts, storedDelivery } from './helpers/objects';
 import { type Received, receiver } from './helpers/receiver';
-import { expectValue } from './helpers/replies';
-import { get, post, postJson, publishEvent } from './helpers/requests';
+import { expectSuccess, expectValue } from './helpers/replies';
+import { get, post, postJson, publishEvent, put } from './helpers/requests';
 import { hoursAgo } from './helpers/time';
 import { bearer, freshApp, tokenFor } from './helpers/tokens';
 
@@ -107,6 +107,14 @@ function apis(app: string, reply: Reply = () => undefined) {
   });
   return { requests, spy };
 }
+
+/** The stored reason columns of a webhook. */
+const disabledColumns = (id: string) =>
+  env.DB.prepare(
+    'SELECT disabled_reason, disabled_at, disabled_cause, disabled_cause_at FROM webhooks WHERE webhook_id = CAST(?1 AS INTEGER)',
+  )
+    .bind(id)
+    .first<Record<'disabled_reason' | 'disabled_at' | 'disabled_cause' | 'disabled_cause_at', string | null>>();
 
 const at = (requests: Received[], host: string) => requests.filter((r) => new URL(r.url).host === host);
 
@@ -397,7 +405,7 @@ describe('delivering to each destination type', () => {
     expect(row?.failing_since).not.toBeNull();
   });
 
-  it('disables a destination refused with 403 after the schedule, naming why in its record', async () => {
+  it('disables a destination refused with 403 after the schedule, naming why in disabled_reason, its record and event', async () => {
     const app = freshApp();
     const hook = await register(app, { destination: destinations(app).aws_sqs });
     const listener = await register(app, { url: `https://${app}.example.com/ops`, event_types: ['endpoint.disabled'] });
@@ -422,15 +430,18 @@ describe('delivering to each destination type', () => {
     const { value } = await expectValue<{ is_enabled: boolean; disabled_reason: string; url: string }>(
       await get(`webhook_id=${hook.id}`, bearer(await tokenFor(app))),
     );
-    expect(value).toMatchObject({ is_enabled: false, disabled_reason: 'failing' });
+    expect(value).toMatchObject({ is_enabled: false, disabled_reason: 'forbidden' });
     expect(value.url).toBe(destinations(app).aws_sqs.queue_url);
+    const stored = await disabledColumns(hook.id);
+    expect(stored).toMatchObject({ disabled_reason: 'failing', disabled_cause: 'forbidden' });
+    expect(stored?.disabled_cause_at).toBe(stored?.disabled_at);
     const disable = await env.DB.prepare(
       "SELECT reason FROM webhook_audit WHERE webhook_id = CAST(?1 AS INTEGER) AND action = 'disable'",
     )
       .bind(hook.id)
       .first<{ reason: string }>();
     expect(disable?.reason).toMatch(
-      /^every attempt failed since .*; the destination answered 403 Forbidden: access denied/,
+      /^every attempt failed since .*; the destination answered 403 Forbidden \(AccessDeniedException\): access denied/,
     );
     // The operational event names the queue's address and why.
     await deliverDue(listener.id);
@@ -439,9 +450,96 @@ describe('delivering to each destination type', () => {
     expect(event.type).toBe('endpoint.disabled');
     expect(event.data).toMatchObject({
       url: destinations(app).aws_sqs.queue_url,
-      reason: 'failing',
+      reason: 'forbidden',
       why: expect.stringContaining('403 Forbidden'),
     });
+    // Enabled again: no reason; disabled by hand: the application's.
+    const token = bearer(await tokenFor(app));
+    const reason = async () =>
+      (await expectValue<{ disabled_reason: string | null }>(await get(`webhook_id=${hook.id}`, token))).value
+        .disabled_reason;
+    await expectSuccess(await put({ webhook_id: Number(hook.id), is_enabled: true }, token));
+    expect(await reason()).toBeNull();
+    await expectSuccess(await put({ webhook_id: Number(hook.id), is_enabled: false }, token));
+    expect(await reason()).toBe('application');
+    // Disabled for failing again by the release before (it knows nothing of causes): the old cause
+    // no longer applies.
+    await env.DB.prepare(
+      `UPDATE webhooks SET is_enabled = 0, disabled_reason = 'failing',
+         disabled_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now', '+1 second') WHERE webhook_id = CAST(?1 AS INTEGER)`,
+    )
+      .bind(hook.id)
+      .run();
+    expect(await reason()).toBe('failing');
+  });
+
+  it.each([
+    [
+      'Pub/Sub’s 404 for a topic that does not exist',
+      'gcp_pubsub',
+      'pubsub.googleapis.com',
+      404,
+      { error: { code: 404, message: 'Resource not found', status: 'NOT_FOUND' } },
+      '404 Not Found',
+    ],
+    [
+      'SQS’s QueueDoesNotExist (a 400)',
+      'aws_sqs',
+      'sqs.eu-west-1.amazonaws.com',
+      400,
+      { __type: 'com.amazonaws.sqs#QueueDoesNotExist', message: 'The specified queue does not exist.' },
+      '400 (QueueDoesNotExist)',
+    ],
+    [
+      'EventBridge’s ResourceNotFoundException (a 400)',
+      'aws_eventbridge',
+      'events.us-east-1.amazonaws.com',
+      400,
+      { __type: 'ResourceNotFoundException', Message: 'Event bus x does not exist.' },
+      '400 (ResourceNotFoundException)',
+    ],
+  ] as const)('names %s as not_found when it disables the webhook', async (_, type, host, status, reply, answer) => {
+    const app = freshApp();
+    const hook = await register(app, { destination: destinations(app)[type] });
+    apis(app, (req) => (new URL(req.url).host === host ? Response.json(reply, { status }) : undefined));
+    await env.DB.prepare('UPDATE webhooks SET failing_since = ?2 WHERE webhook_id = CAST(?1 AS INTEGER)')
+      .bind(hook.id, hoursAgo(200))
+      .run();
+    await publishEvent(app);
+    await deliverDue(hook.id);
+    const { value } = await expectValue<{ is_enabled: boolean; disabled_reason: string }>(
+      await get(`webhook_id=${hook.id}`, bearer(await tokenFor(app))),
+    );
+    expect(value).toMatchObject({ is_enabled: false, disabled_reason: 'not_found' });
+    const disable = await env.DB.prepare(
+      "SELECT reason FROM webhook_audit WHERE webhook_id = CAST(?1 AS INTEGER) AND action = 'disable'",
+    )
+      .bind(hook.id)
+      .first<{ reason: string }>();
+    expect(disable?.reason).toContain(`the destination answered ${answer}: it does not exist`);
+  });
+
+  it('keeps "failing" for an HTTP endpoint’s own 403, and for an API’s 400 that names nothing', async () => {
+    const app = freshApp();
+    const http = await register(app, { url: `https://${app}.example.com/hook` });
+    const sqs = await register(app, { destination: destinations(app).aws_sqs });
+    apis(app, (req) => {
+      const { host } = new URL(req.url);
+      if (host === `${app}.example.com`) return new Response('no', { status: 403 });
+      if (host === 'sqs.eu-west-1.amazonaws.com')
+        return Response.json({ __type: 'com.amazonaws.sqs#InvalidParameterValue', message: 'bad' }, { status: 400 });
+      return undefined;
+    });
+    await env.DB.prepare('UPDATE webhooks SET failing_since = ?1 WHERE app_id = ?2').bind(hoursAgo(200), app).run();
+    await publishEvent(app);
+    await deliverDue(http.id, sqs.id);
+    for (const hook of [http, sqs]) {
+      const { value } = await expectValue<{ is_enabled: boolean; disabled_reason: string }>(
+        await get(`webhook_id=${hook.id}`, bearer(await tokenFor(app))),
+      );
+      expect(value).toMatchObject({ is_enabled: false, disabled_reason: 'failing' });
+      expect(await disabledColumns(hook.id)).toMatchObject({ disabled_reason: 'failing', disabled_cause: null });
+    }
   });
 
   it('sends to the operator’s stand-in (DESTINATION_API_BASES), signed for it, and shows the real address', async () => {

@@ -247,7 +247,7 @@ export interface Webhook {
   created_at: string;
   updated_at: string;
   /** Why it is disabled: its endpoint answered 410 Gone, it failed for too long, or the application; null while enabled. */
-  disabled_reason?: 'gone' | 'failing' | 'application' | null;
+  disabled_reason?: 'gone' | 'failing' | 'forbidden' | 'not_found' | 'application' | null;
   /** When it was disabled; null while enabled. */
   disabled_at?: string | null;
   /** Its first failed attempt since its last success; null while it is not failing. */

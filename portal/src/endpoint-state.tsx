@@ -1,6 +1,6 @@
 // An endpoint's state as the page and the list show it: Enabled, Failing or Disabled, and why and
-// since when: disabled by the service (its endpoint answered 410 Gone, or every attempt failed
-// since a time) or by hand; an enabled endpoint whose attempts all fail is Failing, since when.
+// since when: disabled by the service (its endpoint answered 410 Gone, every attempt failed since
+// a time, or its destination's API refused its credentials or does not exist) or by hand; an enabled endpoint whose attempts all fail is Failing, since when.
 import type { Webhook } from './api';
 import { Time } from './ui';
 
@@ -26,6 +26,20 @@ function DisabledWhy({ webhook }: { webhook: Webhook }) {
             </>
           ) : null}
           .
+        </>
+      );
+    case 'forbidden':
+      return (
+        <>
+          The service disabled it{on}: the destination refused its credentials (access denied). Give it credentials with
+          permission to send, then enable it.
+        </>
+      );
+    case 'not_found':
+      return (
+        <>
+          The service disabled it{on}: the destination does not exist (its queue, bus or topic was not found). Point it
+          at one that exists, then enable it.
         </>
       );
     case 'application':

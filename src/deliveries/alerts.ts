@@ -8,9 +8,9 @@
 import { isOperationalType } from '../core/event-types';
 import { emitOperational, type OperationalEvent } from '../events/operational';
 import { shownUrl } from '../webhooks/destination';
+import type { DisabledCause } from '../webhooks/store/health';
 import type { SendingRow } from '../webhooks/store/reads';
 import type { Dispatched } from './dispatch';
-import { refusal } from './record';
 import { succeeded } from './schedule';
 import { type AlertState, endedDeliveries, type MinuteCounts, readAlerts, writeAlerts } from './store/alerts';
 
@@ -79,8 +79,11 @@ export function alertsAfter(
   return { state: { window, fired, failing }, failing: counts, recovered };
 }
 
-/** The webhook's disabling by this pass, if it did: its 410 ('gone') or its failures ('failing'). */
-export type DisabledBy = 'gone' | 'failing' | null;
+/**
+ * The webhook's disabling by this pass, if it did: its 410 ('gone'), or its failures ('failing', or
+ * the destination API's refusal that named why, with `why` in words).
+ */
+export type DisabledBy = { reason: 'gone' | 'failing' | DisabledCause; why?: string } | null;
 
 /**
  * After a pass's record: updates the endpoint's alert state and makes the operational events the
@@ -128,10 +131,6 @@ export async function tellAfterPass(
   }
   if (alerts.recovered) about('endpoint.recovered', { url });
   if (alerts.failing !== null) about('endpoint.failing', { url, ...alerts.failing });
-  if (disabledBy !== null) {
-    // An API's 403 or 404 says why it failed: named with the reason.
-    const why = refusal(attempted.at(-1)?.result.status ?? null);
-    about('endpoint.disabled', why === null ? { url, reason: disabledBy } : { url, reason: disabledBy, why });
-  }
+  if (disabledBy !== null) about('endpoint.disabled', { url, ...disabledBy });
   if (events.length > 0) await emitOperational(env, events);
 }

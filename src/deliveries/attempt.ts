@@ -1,10 +1,21 @@
 // One attempt: POST of the event's exact bytes to the webhook's URL, signed, within the timeout.
+import type { DisabledCause } from '../webhooks/store/health';
 
 /**
  * The kinds of failure that have no HTTP status, and `rejected`: a destination's API answered 2xx
  * but its reply says the message was not taken (an EventBridge entry that failed).
  */
 export type AttemptError = 'timeout' | 'connection' | 'tls' | 'url_refused' | 'rejected';
+
+/**
+ * A destination API's refusal that names why it keeps failing: `forbidden` (its credentials or
+ * their permissions were refused) or `not_found` (the queue, bus or topic does not exist), and the
+ * answer that said so (its status, and the API's own error code when it gave one).
+ */
+export interface Refusal {
+  cause: DisabledCause;
+  answer: string;
+}
 
 /** What one attempt saw. */
 export interface AttemptResult {
@@ -16,6 +27,8 @@ export interface AttemptResult {
   /** Seconds the receiver asked to wait (Retry-After on 429, 502, 503, 504), when it said. */
   retryAfter: number | null;
   durationMs: number;
+  /** A destination API's refusal (never set for an HTTP endpoint, whose 403 or 404 is its own). */
+  refused?: Refusal;
 }
 
 /** Bytes of a reply body kept for the record; the rest is discarded. */

@@ -3,6 +3,7 @@
 
 import type { DeliveryConfig } from '../core/delivery-settings';
 import type { DisableCandidate, HealthChange } from '../webhooks/store/health';
+import type { Refusal } from './attempt';
 import type { Dispatched } from './dispatch';
 import { cancelled, succeeded, waiting } from './schedule';
 import type { AttemptRecord, DeliveryChange } from './store/sending';
@@ -24,15 +25,13 @@ export interface PassRecord {
 const iso = (ms: number) => new Date(ms).toISOString();
 
 /**
- * What an API's 403 or 404 means, named when it disables a webhook: its credentials were refused,
- * or what it delivers to does not exist. Null for any other failure.
+ * What a destination API's refusal means, said when it disables a webhook: its credentials were
+ * refused, or what it delivers to does not exist.
  */
-export function refusal(status: number | null): string | null {
-  if (status === 403)
-    return 'the destination answered 403 Forbidden: access denied (its credentials or their permissions)';
-  if (status === 404) return 'the destination answered 404 Not Found: it does not exist';
-  return null;
-}
+export const refusalWhy = ({ cause, answer }: Refusal): string =>
+  cause === 'forbidden'
+    ? `the destination answered ${answer}: access denied (its credentials or their permissions)`
+    : `the destination answered ${answer}: it does not exist`;
 
 /** The record of a pass's dispatches at `now`. */
 export function recordOf(dispatched: Dispatched[], config: DeliveryConfig, now: number): PassRecord {
@@ -66,12 +65,18 @@ export function recordOf(dispatched: Dispatched[], config: DeliveryConfig, now: 
       // One candidate per webhook (one audit record): 410 if any attempt of the pass got one.
       const hours = failingHours(config);
       const before = disable.get(row.webhook_id);
+      // An API's refusal names why: this attempt's, else the one an earlier attempt of the pass met.
+      const { refused } = result;
+      const named =
+        refused === undefined
+          ? { cause: before?.cause, why: before?.why }
+          : { cause: refused.cause, why: refusalWhy(refused) };
       disable.set(row.webhook_id, {
         webhook_id: row.webhook_id,
         gone: result.status === 410 || before?.gone === true,
         cutoff: iso(at - hours * 3_600_000),
         request_id: before?.request_id ?? `delivery:${row.delivery_id}`,
-        why: refusal(result.status) ?? before?.why ?? null,
+        ...(named.cause === undefined ? {} : named),
       });
     }
   }

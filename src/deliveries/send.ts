@@ -152,7 +152,8 @@ async function recordHealth(
     // The last statement disables (one candidate: this endpoint's webhook).
     const [candidate] = disable;
     if (candidate === undefined || (results.at(-1)?.meta.changes ?? 0) === 0) return null;
-    return candidate.gone ? 'gone' : 'failing';
+    if (candidate.gone) return { reason: 'gone' };
+    return candidate.cause === undefined ? { reason: 'failing' } : { reason: candidate.cause, why: candidate.why };
   } catch (err) {
     // The next pass's attempts say it again.
     log('error', { msg: "could not record the webhook's health", webhook_id: webhookId }, err);

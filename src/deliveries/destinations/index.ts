@@ -3,14 +3,23 @@ import type { ApiDestinationType } from '../../core/destinations';
 import { eventBridgeProvider, sqsProvider } from './aws';
 import { cloudflareQueueProvider } from './cloudflare-queue';
 import { pubSubProvider } from './gcp-pubsub';
-import type { Provider } from './provider';
+import { type Provider, refusalOf } from './provider';
 
 export { httpProvider } from './http';
 export type { OpenDestination, OutgoingMessage, Provider, SendOptions } from './provider';
 
+/** An API's provider whose results name its refusals (see refusalOf). */
+const naming = (provider: Provider): Provider => ({
+  async send(destination, message, options) {
+    const result = await provider.send(destination, message, options);
+    const refused = refusalOf(result);
+    return refused === undefined ? result : { ...result, refused };
+  },
+});
+
 export const PROVIDERS: Record<ApiDestinationType, Provider> = {
-  cloudflare_queue: cloudflareQueueProvider,
-  aws_sqs: sqsProvider,
-  aws_eventbridge: eventBridgeProvider,
-  gcp_pubsub: pubSubProvider,
+  cloudflare_queue: naming(cloudflareQueueProvider),
+  aws_sqs: naming(sqsProvider),
+  aws_eventbridge: naming(eventBridgeProvider),
+  gcp_pubsub: naming(pubSubProvider),
 };

@@ -3,7 +3,7 @@
 // The pass retries by its schedule; a provider never retries inside an attempt, so the log counts
 // what reached the API. Each type's fields and credentials are described in core/destinations.ts.
 import type { ApiBase, DestinationFields } from '../../core/destinations';
-import type { AttemptResult } from '../attempt';
+import type { AttemptResult, Refusal } from '../attempt';
 
 /** One message as the pass signed it: the same for every type. */
 export interface OutgoingMessage {
@@ -56,4 +56,40 @@ export function replyJson(result: AttemptResult): Record<string, unknown> | null
   } catch {
     return null;
   }
+}
+
+const STATUS_TEXT: Record<number, string> = { 401: 'Unauthorized', 403: 'Forbidden', 404: 'Not Found' };
+/** The APIs' own error codes that mean the same: AWS's `__type` (after its `#`), Google's token endpoint's `error`. */
+const CODES: Record<string, Refusal['cause']> = {
+  AccessDenied: 'forbidden',
+  AccessDeniedException: 'forbidden',
+  'KMS.AccessDeniedException': 'forbidden',
+  UnrecognizedClientException: 'forbidden',
+  InvalidClientTokenId: 'forbidden',
+  invalid_grant: 'forbidden',
+  invalid_client: 'forbidden',
+  unauthorized_client: 'forbidden',
+  QueueDoesNotExist: 'not_found',
+  'AWS.SimpleQueueService.NonExistentQueue': 'not_found',
+  ResourceNotFoundException: 'not_found',
+};
+
+/**
+ * Whether a failed attempt's reply from an API names why it fails for good: 401 or 403 (or an
+ * error code that means it), or 404. The schedule still retries it; this names the reason when
+ * the webhook is disabled.
+ */
+export function refusalOf(result: AttemptResult): Refusal | undefined {
+  const { status } = result;
+  if (status === null || status < 400 || status >= 500) return undefined;
+  const reply = replyJson(result);
+  const raw = reply?.__type ?? reply?.error;
+  const named = typeof raw === 'string' ? raw.slice(raw.lastIndexOf('#') + 1) : undefined;
+  const code = named !== undefined && Object.hasOwn(CODES, named) ? named : undefined;
+  const byStatus = status === 404 ? 'not_found' : status === 401 || status === 403 ? 'forbidden' : undefined;
+  const cause = (code === undefined ? undefined : CODES[code]) ?? byStatus;
+  if (cause === undefined) return undefined;
+  // e.g. "403 Forbidden (AccessDeniedException)", "400 (QueueDoesNotExist)", "404 Not Found".
+  const answer = [status, STATUS_TEXT[status], code === undefined ? undefined : `(${code})`];
+  return { cause, answer: answer.filter((part) => part !== undefined).join(' ') };
 }

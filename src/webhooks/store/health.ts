@@ -1,9 +1,15 @@
 // A webhook's health as its deliveries find it: when it started failing (cleared by a success), and
 // the service disabling it (410 Gone, or failing for too long: its disabled_reason 'gone' or
-// 'failing') with its audit record. Statements
-// that the deliveries' record adds to its own batch.
+// 'failing', or the API refusal that named why) with its audit record. Statements that the
+// deliveries' record adds to its own batch.
 import type { Db } from '../../platform/d1';
 import { AUDIT_COLUMNS, NOW, ROW_JSON } from './rows';
+
+/**
+ * Which refusal of a destination's API a webhook disabled for failing was disabled by: its
+ * credentials refused (401, 403) or its queue, bus or topic missing (404); its disabled_reason.
+ */
+export type DisabledCause = 'forbidden' | 'not_found';
 
 /** A webhook's health after this batch's attempts: `ok` when one succeeded. */
 export interface HealthChange {
@@ -22,8 +28,9 @@ export interface DisableCandidate {
   gone: boolean;
   cutoff: string;
   request_id: string;
-  /** What the failures said, when they name why (an API's 403 or 404); recorded in the reason. */
-  why?: string | null;
+  /** A destination API's refusal among the failures: the disabled_reason it names, and why in words. */
+  cause?: DisabledCause;
+  why?: string;
 }
 
 /** The statements that record the webhooks' health and disable those that qualify (none when there is nothing to say). */
@@ -47,7 +54,8 @@ export function healthStatements(db: Db, health: HealthChange[], disable: Disabl
   if (disable.length > 0) {
     const candidates = `(SELECT CAST(json_extract(value, '$.webhook_id') AS INTEGER) AS id,
         json_extract(value, '$.gone') AS gone, json_extract(value, '$.cutoff') AS cutoff,
-        json_extract(value, '$.request_id') AS request_id, json_extract(value, '$.why') AS why
+        json_extract(value, '$.request_id') AS request_id, json_extract(value, '$.why') AS why,
+        json_extract(value, '$.cause') AS cause
       FROM json_each(?1)) AS d`;
     const qualifies = `webhooks.is_enabled = 1 AND (d.gone OR webhooks.failing_since <= d.cutoff)`;
     statements.push(
@@ -64,7 +72,9 @@ export function healthStatements(db: Db, health: HealthChange[], disable: Disabl
       db
         .prepare(
           `UPDATE webhooks SET is_enabled = 0, updated_at = ${NOW},
-             disabled_reason = CASE WHEN d.gone THEN 'gone' ELSE 'failing' END, disabled_at = ${NOW}
+             disabled_reason = CASE WHEN d.gone THEN 'gone' ELSE 'failing' END, disabled_at = ${NOW},
+             disabled_cause = CASE WHEN d.gone THEN NULL ELSE d.cause END,
+             disabled_cause_at = CASE WHEN d.gone OR d.cause IS NULL THEN NULL ELSE ${NOW} END
            FROM ${candidates}
            WHERE webhooks.webhook_id = d.id AND ${qualifies}`,
         )

@@ -11,13 +11,21 @@ export interface Actor {
 
 export const NOW = `strftime('%Y-%m-%dT%H:%M:%fZ', 'now')`;
 
+/**
+ * Why it is disabled, as replies say it: for a webhook the service disabled for failing, the
+ * destination API's refusal that named why ('forbidden', 'not_found') when there was one, as long
+ * as it belongs to this disabling (a release before this one neither clears nor sets it).
+ */
+const REASON = `CASE WHEN disabled_reason = 'failing' AND disabled_cause_at = disabled_at THEN COALESCE(disabled_cause, 'failing')
+  ELSE disabled_reason END`;
+
 // The whole row, as JSON text, for the audit record. SQLite writes the integer id exactly. The
 // signing secrets are never part of it, nor the sealed credentials and sensitive headers.
 export const ROW_JSON = `json_object(
     'webhook_id', webhook_id, 'app_id', app_id, 'url', url, 'is_enabled', is_enabled,
     'event_types', json(event_types), 'created_at', created_at, 'updated_at', updated_at,
     'description', description, 'rate_limit', rate_limit, 'filter', json(filter),
-    'ordering', ordering, 'disabled_reason', disabled_reason, 'disabled_at', disabled_at,
+    'ordering', ordering, 'disabled_reason', ${REASON}, 'disabled_at', disabled_at,
     'destination', json(json_remove(destination, '$.sealed')), 'headers', json(json_remove(headers, '$.sealed')))`;
 
 /** A webhook as the store returns it: the id as decimal text, `is_enabled` as stored (0/1). */
@@ -37,8 +45,8 @@ export interface WebhookRow {
   /** 'fifo': one delivery at a time, in order; null: none (and in rows recorded before ordering). */
   ordering: string | null;
   /**
-   * Why it is disabled: 'gone', 'failing' or 'application'; null while enabled (and in rows
-   * recorded before reasons).
+   * Why it is disabled: 'gone', 'failing', 'forbidden', 'not_found' or 'application'; null while
+   * enabled (and in rows recorded before reasons).
    */
   disabled_reason: string | null;
   /** When it was disabled; null while enabled (and in rows recorded before reasons). */
@@ -55,7 +63,10 @@ export interface WebhookRow {
  * The WebhookRow columns (named with `prefix`), from the table's own columns or from the fields
  * of a row's JSON.
  */
-const rowColumns = (column: (name: string) => string = (name) => name, prefix = '') =>
+const rowColumns = (
+  column: (name: string) => string = (name) => (name === 'disabled_reason' ? REASON : name),
+  prefix = '',
+) =>
   `CAST(${column('webhook_id')} AS TEXT) AS ${prefix}id, ${[
     'url',
     'is_enabled',
