@@ -7,7 +7,15 @@ import { SignatureV4 } from '@smithy/signature-v4';
 import { exportPKCS8, generateKeyPair, jwtVerify } from 'jose';
 import { Webhook as StandardWebhook } from 'standardwebhooks';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { deliverDue, endpointOf, makeDue, sendPass, storedAttempts, storedDelivery } from './helpers/objects';
+import {
+  deliverDue,
+  endpointOf,
+  makeDue,
+  pendingAt,
+  sendPass,
+  storedAttempts,
+  storedDelivery,
+} from './helpers/objects';
 import { type Received, receiver } from './helpers/receiver';
 import { expectSuccess, expectValue } from './helpers/replies';
 import { get, post, postJson, publishEvent, put } from './helpers/requests';
@@ -587,6 +595,31 @@ describe('delivering to each destination type', () => {
       expect(req.headers.authorization).toBe('Bearer gateway-secret');
       expect(verifier(hook.secret).verify(req.body, req.headers)).toBeDefined();
     }
+  });
+
+  it('asks for one Pub/Sub token for a pass’s concurrent attempts, not one each', async () => {
+    const app = freshApp();
+    // Its own key: no token for it is cached yet.
+    const key = { ...SA_KEY, client_email: `${app}@project-one.iam.gserviceaccount.com` };
+    const hook = await register(app, { destination: { ...destinations(app).gcp_pubsub, service_account_key: key } });
+    const { requests } = apis(app);
+    // Four due at once, sent in one pass, concurrently.
+    await pendingAt(hook.id, app, 4);
+    await deliverDue(hook.id);
+    expect(at(requests, 'pubsub.googleapis.com')).toHaveLength(4);
+    const grants = at(requests, 'oauth2.googleapis.com').filter((r) => r.body.includes('assertion='));
+    const issuers = grants.map(
+      (g) =>
+        JSON.parse(
+          atob(
+            (new URLSearchParams(g.body).get('assertion') as string)
+              .split('.')[1]!
+              .replace(/-/g, '+')
+              .replace(/_/g, '/'),
+          ),
+        ).iss,
+    );
+    expect(issuers.filter((iss) => iss === key.client_email)).toHaveLength(1);
   });
 
   it('records a refused token grant, and a key that cannot sign, as failed attempts that publish nothing', async () => {

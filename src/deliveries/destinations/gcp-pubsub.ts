@@ -24,6 +24,8 @@ interface ServiceAccountKey {
  * endpoint's object that sends with them.
  */
 const tokens = new Map<string, { token: string; expires: number }>();
+/** Token requests under way, by key: a pass's concurrent attempts wait for the one request. */
+const asking = new Map<string, Promise<string>>();
 
 /** The token request failed: its attempt's result (the token endpoint's status and reply, never a token). */
 class TokenRefused extends Error {
@@ -32,10 +34,20 @@ class TokenRefused extends Error {
   }
 }
 
-async function accessToken(destination: OpenDestination, { fetcher, timeoutMs, bases }: SendOptions): Promise<string> {
+function accessToken(destination: OpenDestination, options: SendOptions): Promise<string> {
   const keyText = destination.credentials.service_account_key as string;
   const cached = tokens.get(keyText);
-  if (cached !== undefined && cached.expires - REUSE_MARGIN_MS > Date.now()) return cached.token;
+  if (cached !== undefined && cached.expires - REUSE_MARGIN_MS > Date.now()) return Promise.resolve(cached.token);
+  let asked = asking.get(keyText);
+  if (asked === undefined) {
+    asked = newToken(keyText, options).finally(() => asking.delete(keyText));
+    asking.set(keyText, asked);
+  }
+  return asked;
+}
+
+/** A token for the key from its token endpoint, kept for reuse; a refusal throws TokenRefused. */
+async function newToken(keyText: string, { fetcher, timeoutMs, bases }: SendOptions): Promise<string> {
   const key = JSON.parse(keyText) as ServiceAccountKey;
   const now = Math.floor(Date.now() / 1000);
   let signingKey: CryptoKey;
