@@ -33,10 +33,10 @@ function countedPasses(webhookId: string): Promise<number> {
   });
 }
 
-/** The hosts whose slots the application's object was asked for. */
+/** The hosts whose slots the application's object was asked for (the schedules its Hosts keep). */
 const hostsAsked = (app: string) =>
   runInDurableObject(applicationOf(app), (instance) => [
-    ...(instance as unknown as { hosts: Map<string, unknown> }).hosts.keys(),
+    ...(instance as unknown as { hosts: { schedules: Map<string, unknown> } }).hosts.schedules.keys(),
   ]);
 
 /** Whether the endpoint's object holds its webhook alone at its host (as its handovers told it). */
