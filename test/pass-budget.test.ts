@@ -33,10 +33,10 @@ function countedPasses(webhookId: string): Promise<number> {
   });
 }
 
-/** The hosts whose slots the application's object was asked for. */
+/** The hosts whose slots the application's object was asked for (the schedules its Hosts keep). */
 const hostsAsked = (app: string) =>
   runInDurableObject(applicationOf(app), (instance) => [
-    ...(instance as unknown as { hosts: Map<string, unknown> }).hosts.keys(),
+    ...(instance as unknown as { hosts: { schedules: Map<string, unknown> } }).hosts.schedules.keys(),
   ]);
 
 /** Whether the endpoint's object holds its webhook alone at its host (as its handovers told it). */
@@ -127,5 +127,62 @@ describe("a pass asks the application's object for its host's slots", () => {
     expect(await hostsAsked(app)).toEqual([`https://${app}.example.com`]);
     expect(await statusOf(first.id, held)).toEqual(['succeeded']);
     await endpointOf(second.id).deliverDue();
+  });
+});
+
+describe('the host of a destination beyond HTTP', () => {
+  const aws = { access_key_id: 'AKIAIOSFODNN7EXAMPLE', secret_access_key: 'local-secret' };
+  const sqs = (app: string, queue: string) => ({
+    type: 'aws_sqs',
+    queue_url: `https://sqs.eu-west-1.amazonaws.com/123456789012/${app}-${queue}`,
+    ...aws,
+  });
+  const queue = (account: string) => ({
+    type: 'cloudflare_queue',
+    account_id: account.repeat(32),
+    queue_id: 'f'.repeat(32),
+    api_token: 'cf-token',
+  });
+  const destination = (value: Record<string, unknown>) => ({ url: undefined, destination: value });
+
+  it("is its API's: two SQS queues of a region, or Cloudflare queues of two accounts, share one; Pub/Sub and EventBridge are alone", async () => {
+    const app = freshApp();
+    const first = await register(app, destination(sqs(app, 'one')));
+    const second = await register(app, destination(sqs(app, 'two')));
+    const pubsub = await register(
+      app,
+      destination({
+        type: 'gcp_pubsub',
+        topic: `projects/project-one/topics/${app}`,
+        service_account_key: {
+          client_email: 'publisher@project-one.iam.gserviceaccount.com',
+          private_key: '-----BEGIN PRIVATE KEY-----\nYWJjZA==\n-----END PRIVATE KEY-----\n',
+          token_uri: 'https://oauth2.googleapis.com/token',
+        },
+      }),
+    );
+    const bus = await register(
+      app,
+      destination({ type: 'aws_eventbridge', region: 'eu-west-1', event_bus: app, source: 'com.example.nft', ...aws }),
+    );
+    const accountA = await register(app, destination(queue('a')));
+    const accountB = await register(app, destination(queue('b')));
+    receiver();
+    await publishEvent(app);
+    const alone = async (hooks: { id: string }[]) => Promise.all(hooks.map((h) => aloneAtHost(h.id)));
+    expect(await alone([first, second, pubsub, bus, accountA, accountB])).toEqual([
+      false,
+      false,
+      true,
+      true,
+      false,
+      false,
+    ]);
+    // The shared ones ask for their API host's slots, each host its own schedule; the others ask nothing.
+    for (const hook of [first, second, bus, accountA]) await endpointOf(hook.id).deliverDue();
+    expect((await hostsAsked(app)).sort()).toEqual([
+      'https://api.cloudflare.com',
+      'https://sqs.eu-west-1.amazonaws.com',
+    ]);
   });
 });

@@ -193,6 +193,41 @@ export function destinationAddress(fields: DestinationFields): string {
   }
 }
 
+/** The fields of a destination as its address (see destinationAddress) names them; null for an HTTP URL. */
+export function addressedFields(url: string): DestinationFields | null {
+  const colon = url.indexOf(':');
+  const type = url.slice(0, colon);
+  const address = url.slice(colon + 1);
+  const slash = address.indexOf('/');
+  switch (type) {
+    case 'cloudflare_queue':
+      return { type, account_id: address.slice(0, slash), queue_id: address.slice(slash + 1) };
+    case 'aws_sqs':
+      return { type, queue_url: address };
+    case 'aws_eventbridge':
+      return { type, region: address.slice(0, slash), event_bus: address.slice(slash + 1) };
+    case 'gcp_pubsub':
+      return { type, topic: address };
+    default:
+      return null;
+  }
+}
+
+/**
+ * The host a webhook is sent to, as a host's rate counts it (scheme, host and port), from its
+ * stored `url`: its HTTP URL's; for the other types, that of the API's real address
+ * (destinationUrl), whatever stand-in DESTINATION_API_BASES names. So two SQS queues of one
+ * region are one host, an SQS queue and a Pub/Sub topic two, as with HTTP endpoints.
+ */
+export function hostOf(url: string): string {
+  const fields = addressedFields(url);
+  try {
+    return new URL(fields === null ? url : destinationUrl(fields)).origin;
+  } catch {
+    return url;
+  }
+}
+
 /** The region an SQS queue URL names. */
 export const sqsRegion = (queueUrl: string) => (SQS_URL.exec(queueUrl) as RegExpExecArray)[1] as string;
 

@@ -4,6 +4,7 @@
 // host's budget, which the application's object hands to the pass in one call.
 
 import type { DeliveryConfig } from '../core/delivery-settings';
+import { hostOf } from '../core/destinations';
 import { log } from '../core/log';
 import { admit, HOST_SLACK_MS, type SendSchedule, takeSlots } from '../core/send-rate';
 import { retryD1 } from '../platform/d1';
@@ -94,15 +95,6 @@ export type Admission =
   | { kind: 'start'; webhook: SendingRow; seen: number }
   | { kind: 'cancel' }
   | { kind: 'hold'; until: number };
-
-/** The host of a URL as its rate counts it: scheme, host and port. */
-export const hostOf = (url: string): string => {
-  try {
-    return new URL(url).origin;
-  } catch {
-    return url;
-  }
-};
 
 /** Whether a pass may send to the webhook at all: it exists and is enabled. */
 export const sendable = (webhook: SendingRow | null): webhook is SendingRow =>

@@ -10,19 +10,19 @@ import { deliveryConfig } from '../core/delivery-settings';
 import type { Why } from '../core/filter/match';
 import { SET_MAX_VALUES } from '../core/filter/values';
 import { log } from '../core/log';
-import { lastStart, newSchedule, type SendSchedule, takeSlots } from '../core/send-rate';
 import { startWithSchema } from '../platform/object-schema';
 import { eraseStorage, keepRetention, retentionOf, retentionSet } from '../platform/object-settings';
 import type { WebhookChange } from '../webhooks/notify';
 import { type Audience, subscribersNow } from './audience';
 import { eraseEndpoints, type ObjectsErased } from './erasure';
 import { type Filters, filterTargets, tryEvent, valueSetOf } from './filtering';
+import { Hosts } from './hosts';
 import { emitOperational, type OperationalEvent } from './operational';
 import { lastChange, noteChange } from './store/changes';
 import { forgetEvents, hasLegacyEvents, oldestKept } from './store/dedupe';
 import { Sequence, webhookOf } from './store/delivery-ids';
 import { endpointsHeld, holdsDeliveries, rememberEndpoints } from './store/endpoints';
-import { type EventToStore, type Handover, insertEvents, type NewDelivery, type StoredEvent } from './store/events';
+import { type EventToStore, type Handover, insertEvents, type StoredEvent } from './store/events';
 import { journeyOf } from './store/journeys';
 import { handedOver, outbox, outboxEmpty } from './store/outbox';
 import { countHeld, oldestEvent, purgeEvents } from './store/retention';
@@ -44,16 +44,12 @@ const HANDOVER_RETRY_MS = 5_000;
 const HANDOVER_EVENTS = 200;
 const PURGE_ROWS = 1000;
 const HOUR_MS = 3_600_000;
-/** Hosts whose schedules an application keeps before it forgets those idle for a second. */
-const HOSTS_KEPT = 1000;
 
 export class Application extends DurableObject<CloudflareBindings> {
-  /** Each host's starts (scheme, host and port), summed over the application's webhooks. */
-  private readonly hosts = new Map<string, SendSchedule>();
+  /** Its budget at each host, what its endpoints are told of it, and its calls to them in turn. */
+  private readonly hosts = new Hosts(() => this.env.ENDPOINTS);
   /** Endpoints noted as holding deliveries, in this instance (each is written once). */
   private readonly endpoints = new Set<string>();
-  /** Each endpoint's last handover under way: the next one to it starts after it (see handTo). */
-  private readonly handing = new Map<string, Promise<void>>();
   /** The newest webhook change told (store/changes.ts), once read in this instance. */
   private changed: number | undefined;
   /** Operational events being made here (see operational). */
@@ -71,11 +67,6 @@ export class Application extends DurableObject<CloudflareBindings> {
   private alarmSet = false;
   /** Whether events stored by the releases before may remain (false once none does: none comes). */
   private legacyEvents = true;
-  /**
-   * The webhooks that share their host with another of the application's, as the latest
-   * subscribers read found them; undefined until a publish brings one (handovers then say nothing).
-   */
-  private shared: Set<string> | undefined;
 
   constructor(ctx: DurableObjectState, env: CloudflareBindings) {
     super(ctx, env);
@@ -100,7 +91,7 @@ export class Application extends DurableObject<CloudflareBindings> {
    * published before) and the deliveries made now. `seen`: the application's newest webhook change
    * when the targets were read from D1 (see subscribersNow); none for test events and resends,
    * whose targets are given. `shared`: the application's webhooks that share their host with
-   * another, as that read found them (see tellHosts).
+   * another, as that read found them (see Hosts.tell).
    */
   async publish(
     events: EventToStore[],
@@ -113,7 +104,8 @@ export class Application extends DurableObject<CloudflareBindings> {
     this.changed ??= lastChange(this.ctx.storage.sql);
     const given: Audience = { targets, filters, shared };
     const now = seen === undefined ? given : await subscribersNow(this.env, events, given, seen, this.changed);
-    if (now.shared !== undefined) await this.tellHosts(now.shared);
+    if (now.shared !== undefined)
+      await this.hosts.tell(now.shared, (id) => this.endpoints.has(id) || holdsDeliveries(this.ctx.storage.sql, id));
     // An erased application stores nothing until it has a webhook to deliver to again.
     if (this.ctx.storage.kv.get(ERASED_KEY) === true) {
       if (now.targets.every((t) => t.length === 0)) return events.map((e) => ({ eventId: e.eventId, deliveryIds: [] }));
@@ -145,22 +137,6 @@ export class Application extends DurableObject<CloudflareBindings> {
     // Its own events only: those of publishes under way are theirs to hand over.
     if (made.length > 0 && !(await this.handOver(made))) await this.retrySoon();
     return stored;
-  }
-
-  /**
-   * Which webhooks share their host with another of the application's, as the latest subscribers
-   * read found them: each handover tells its endpoint whether it is alone at its host (then it
-   * takes its host's slots itself, asking nothing here). A webhook that joins a shared host is
-   * told so before any delivery of this publish reaches an endpoint, in the order of its
-   * handovers (so no handover told before can undo it).
-   */
-  private async tellHosts(shared: string[]): Promise<void> {
-    const before = this.shared;
-    this.shared = new Set(shared);
-    const joined = shared.filter(
-      (id) => !before?.has(id) && (this.endpoints.has(id) || holdsDeliveries(this.ctx.storage.sql, id)),
-    );
-    await Promise.all(joined.map((id) => this.inTurn(id, () => this.env.ENDPOINTS.getByName(id).hostShared())));
   }
 
   /** The alarm rings within HANDOVER_RETRY_MS (to finish a handover). */
@@ -230,23 +206,9 @@ export class Application extends DurableObject<CloudflareBindings> {
     }
   }
 
-  /**
-   * A host's budget for one sending pass: up to `wanted` start slots within the next second at
-   * `rate` a second, shared by every webhook of the application at that host, so near-identical
-   * URLs do not multiply what one application aims at one host. In memory only: nothing waits here
-   * on the host, so a slow or dead host holds back no other.
-   */
+  /** A host's budget for one sending pass: up to `wanted` start slots at `rate` a second (see Hosts.slots). */
   hostSlots(host: string, wanted: number, rate: number): { slots: number[]; next: number } {
-    const now = Date.now();
-    let schedule = this.hosts.get(host);
-    if (schedule === undefined) {
-      if (this.hosts.size >= HOSTS_KEPT) {
-        for (const [name, kept] of this.hosts) if ((lastStart(kept) ?? 0) < now - 1000) this.hosts.delete(name);
-      }
-      schedule = newSchedule();
-      this.hosts.set(host, schedule);
-    }
-    return takeSlots(schedule, wanted, rate, now);
+    return this.hosts.slots(host, wanted, rate);
   }
 
   /**
@@ -293,7 +255,7 @@ export class Application extends DurableObject<CloudflareBindings> {
   async erase(): Promise<ObjectsErased> {
     this.erasing++;
     try {
-      await Promise.allSettled([...this.handing.values(), ...this.telling]);
+      await Promise.allSettled([...this.hosts.underWay(), ...this.telling]);
       const erased = { ...countHeld(this.ctx.storage.sql), ...(await eraseEndpoints(this.env, this.ctx.storage.sql)) };
       const retention = retentionSet(this.ctx.storage);
       await eraseStorage(this.ctx.storage, APPLICATION_SCHEMA);
@@ -308,7 +270,6 @@ export class Application extends DurableObject<CloudflareBindings> {
       this.ctx.storage.kv.put(ERASED_KEY, true);
       this.endpoints.clear();
       this.hosts.clear();
-      this.shared = undefined;
       return erased;
     } finally {
       this.erasing--;
@@ -366,10 +327,12 @@ export class Application extends DurableObject<CloudflareBindings> {
     await Promise.all(
       [...byWebhook].map(async ([webhookId, deliveries]) => {
         try {
-          await this.handTo(
-            webhookId,
-            deliveries.map((d) => d.delivery),
-          );
+          // In the order the events were stored (nothing awaits between storing and here), so each
+          // endpoint gets its deliveries in the order of their ids, also when publishes run at once;
+          // the application's retention travels with each (a new endpoint keeps it from the start).
+          const days = retentionSet(this.ctx.storage);
+          const batch = deliveries.map((d) => d.delivery);
+          await this.hosts.handOver(webhookId, batch, days);
         } catch (err) {
           failed.add(webhookId);
           log('error', { msg: 'could not hand deliveries to their endpoint; retried', webhook_id: webhookId }, err);
@@ -378,32 +341,5 @@ export class Application extends DurableObject<CloudflareBindings> {
     );
     this.ctx.storage.transactionSync(() => handedOver(this.ctx.storage.sql, handovers, failed));
     return failed.size === 0;
-  }
-
-  /**
-   * One handover to an endpoint, after the one before it to that endpoint has ended: called in the
-   * order the events were stored (nothing awaits between storing and this call), so an endpoint is
-   * handed deliveries in the order of their ids, also when publishes run at once.
-   */
-  private handTo(webhookId: string, deliveries: NewDelivery[]): Promise<void> {
-    // The application's retention travels with every handover: a new endpoint keeps it from the start.
-    const days = retentionSet(this.ctx.storage);
-    // Alone at its host when the latest subscribers read said so; unknown (it asks) otherwise.
-    const alone = this.shared !== undefined && !this.shared.has(webhookId);
-    return this.inTurn(webhookId, () =>
-      this.env.ENDPOINTS.getByName(webhookId).handOver(webhookId, deliveries, days, alone),
-    );
-  }
-
-  /** Calls `webhookId`'s endpoint after the calls before it to that endpoint have ended. */
-  private inTurn(webhookId: string, call: () => Promise<void>): Promise<void> {
-    const before = this.handing.get(webhookId) ?? Promise.resolve();
-    const made = before.then(call);
-    const ended = made.catch(() => {});
-    this.handing.set(webhookId, ended);
-    void ended.then(() => {
-      if (this.handing.get(webhookId) === ended) this.handing.delete(webhookId);
-    });
-    return made;
   }
 }

@@ -2,6 +2,7 @@
 // whose event types take its type, and the filters of those that have one (the application's
 // object narrows the targets by them when it stores the events).
 import { groupBy } from '../core/batches';
+import { hostOf } from '../core/destinations';
 import { log } from '../core/log';
 import { retryD1 } from '../platform/d1';
 import { readSubscribers, type Subscriber } from '../webhooks/store/subscribers';
@@ -33,18 +34,19 @@ export function filtersOf(subscribers: Subscriber[]): Filters {
 
 /**
  * The subscribers that share their host with another of their application's (by scheme, host and
- * port), by application: only these need the host's rate summed in the application's object; any
- * other is alone at its host, and its own rate is the host's (see Application.publish).
+ * port: hostOf, as the passes ask for a host's slots; a destination's is its API's), by
+ * application: only these need the host's rate summed in the application's object; any other is
+ * alone at its host, and its own rate is the host's (see Hosts.tell).
  */
 export function sharedOf(subscribers: Subscriber[]): Record<string, string[]> {
+  const keys = subscribers.map((s) => `${s.app_id} ${hostOf(s.url)}`);
   const count = new Map<string, number>();
-  const key = (s: Subscriber) => `${s.app_id} ${s.host}`;
-  for (const s of subscribers) count.set(key(s), (count.get(key(s)) ?? 0) + 1);
+  for (const key of keys) count.set(key, (count.get(key) ?? 0) + 1);
   const shared: Record<string, string[]> = {};
-  for (const s of subscribers) {
+  subscribers.forEach((s, i) => {
     shared[s.app_id] ??= [];
-    if ((count.get(key(s)) ?? 0) > 1) shared[s.app_id]?.push(s.webhook_id);
-  }
+    if ((count.get(keys[i] as string) ?? 0) > 1) shared[s.app_id]?.push(s.webhook_id);
+  });
   return shared;
 }
 

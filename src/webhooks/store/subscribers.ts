@@ -11,15 +11,9 @@ export interface Subscriber {
   event_types: string | null;
   /** JSON text of its content filter; null: none. */
   filter: string | null;
-  /** Its URL's scheme, host and port (the URL up to its path), which a host's rate counts by. */
-  host: string;
+  /** Its URL as stored (a destination's address beyond HTTP), whose host a host's rate counts by (hostOf). */
+  url: string;
 }
-
-/**
- * A webhook URL's origin in SQL: the URL up to the `/` that starts its path (stored URLs are
- * normalised and always have one).
- */
-const HOST = `substr(url, 1, instr(url, '://') + 1 + instr(substr(url, instr(url, '://') + 3), '/')) AS host`;
 
 /** The subscribers of some applications, and how recent the read is. */
 export interface SubscribersRead {
@@ -37,7 +31,7 @@ export async function readSubscribers(db: Db, appIds: string[]): Promise<Subscri
   const [webhooks, changes] = await db.batch<Record<string, unknown>>([
     db
       .prepare(
-        `SELECT CAST(webhook_id AS TEXT) AS webhook_id, app_id, event_types, filter, ${HOST} FROM webhooks
+        `SELECT CAST(webhook_id AS TEXT) AS webhook_id, app_id, event_types, filter, url FROM webhooks
          WHERE app_id IN (SELECT value FROM json_each(?1)) AND is_enabled = 1
          ORDER BY webhook_id`,
       )
@@ -68,13 +62,13 @@ export async function readSubscribersAbout(
 ): Promise<{ subscribers: Subscriber[]; url: string | null; destination: string | null }> {
   const { results } = await db
     .prepare(
-      `SELECT CAST(webhook_id AS TEXT) AS webhook_id, app_id, event_types, filter, ${HOST}, is_enabled, url,
-         destination FROM webhooks
+      `SELECT CAST(webhook_id AS TEXT) AS webhook_id, app_id, event_types, filter, url, is_enabled, destination
+       FROM webhooks
        WHERE app_id = ?1 AND (is_enabled = 1 OR webhook_id = CAST(?2 AS INTEGER))
        ORDER BY webhook_id`,
     )
     .bind(appId, webhookId)
-    .all<Subscriber & { is_enabled: number; url: string; destination: string | null }>();
+    .all<Subscriber & { is_enabled: number; destination: string | null }>();
   const about = results.find((r) => r.webhook_id === webhookId);
   return {
     subscribers: results.filter((r) => r.is_enabled === 1),
