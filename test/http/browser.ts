@@ -44,9 +44,13 @@ export interface Opened {
   sockets: string[];
 }
 
-export interface PageOptions {
+/** A page's viewport (1280 by 800 unless said). */
+export interface Size {
   width?: number;
   height?: number;
+}
+
+export interface PageOptions extends Size {
   /** Runs on the fresh context before its page is made (permissions, routes). */
   prepare?: (context: BrowserContext) => Promise<unknown>;
   /** Checks the page once the test has ended and its context is closed; by default, that it had no error. */
@@ -92,7 +96,7 @@ export function portalBrowser() {
   }
 
   /** Opens `path` of the portal with `token`'s link; waits for the page's heading. */
-  async function open(token: string, path = '/portal/', size: { width?: number; height?: number } = {}) {
+  async function open(token: string, path = '/portal/', size: Size = {}) {
     const { page } = await newPage(size);
     await page.goto(`${inject('baseUrl')}${path}#token=${token}`);
     await page.getByRole('heading', { level: 1 }).waitFor();
