@@ -469,13 +469,8 @@ export async function addPublishApps(db, origin, path = 'hold') {
 export async function addFilterApp(url, origin, filtered) {
   const token = await tokenFor(FILTER_APP);
   const call = async (method, path, body) => {
-    const res = await fetch(url + path, {
-      method,
-      headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    const text = await res.text();
-    if (res.status >= 300) throw new Error(`${method} ${path}: ${res.status} ${text.slice(0, 300)}`);
+    const { status, text } = await callJson(method, url + path, token, body);
+    if (status >= 300) throw new Error(`${method} ${path}: ${status} ${text.slice(0, 300)}`);
     return JSON.parse(text).value;
   };
   const ids = [];
@@ -574,3 +569,13 @@ export const tokenFor = (appId, claims = {}) =>
     .setIssuedAt()
     .setExpirationTime('2h')
     .sign(new TextEncoder().encode(SECRET));
+
+/** A `method` request to `url` as `token`'s bearer, `body` sent as JSON when given: the status and the reply's text. */
+export async function callJson(method, url, token, body) {
+  const res = await fetch(url, {
+    method,
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  return { status: res.status, text: await res.text() };
+}
