@@ -10,7 +10,7 @@
 //   --destination-events N (1000)  --destination-rounds N (3)
 import { generateKeyPairSync } from 'node:crypto';
 import { createServer } from 'node:http';
-import { callJson, option, SERVICE_OBJECTS, startWorker, tokenFor } from './harness.mjs';
+import { callJson, median, option, SERVICE_OBJECTS, startWorker, tokenFor } from './harness.mjs';
 import { EVENTS_PATH, nftData, PATH } from './scenarios.mjs';
 
 export const DESTINATIONS = 'destinations: deliveries/s by type against HTTP';
@@ -21,8 +21,6 @@ const ROUNDS = option('--destination-rounds', 3);
 const TYPES = ['http', 'cloudflare_queue', 'aws_sqs', 'aws_eventbridge', 'gcp_pubsub'];
 const KEY_ID = 'AKIDEXAMPLEBENCH0001';
 const SECRET_KEY = 'wJalrXUtnFEMI/K7MDENG/bPxRfiCYBENCHKEY01';
-
-const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
 /**
  * The stand-in: which type each request is for (by path and X-Amz-Target), answered as that API

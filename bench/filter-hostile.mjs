@@ -5,7 +5,7 @@
 // (POST /v1.0/platform/nft/event, 202 once stored), one at a time; target: the median under
 // 100 ms (a value at a path is read once per event, and digit strings compare by their digits).
 //   --filter-hostile-publishes N (20)  --filter-hostile-digits N (65,000)
-import { callJson, option, SERVICE_OBJECTS, startWorker, tokenFor } from './harness.mjs';
+import { callJson, median, option, SERVICE_OBJECTS, startWorker, tokenFor } from './harness.mjs';
 import { EVENT_PATH, PATH } from './scenarios.mjs';
 
 export const FILTER_HOSTILE = 'filter: hostile filters (10 webhooks, 353 $lt tests each, a 65,000-digit value)';
@@ -33,8 +33,6 @@ function hostileFilter() {
     tests.push(test(tests.length));
   return { filter: shaped(tests), tests: tests.length };
 }
-
-const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
 /** Runs the scenario once against the production bundle at `bundleUrl`; returns its figures. */
 export async function runFilterHostile({ bundleUrl, log }) {

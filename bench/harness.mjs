@@ -32,6 +32,12 @@ import {
 
 export { ownerOf, PATH } from './scenarios.mjs';
 
+/** Waits `ms` milliseconds. */
+export const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** The median of `xs`: of an even count, the upper of the two middle values. */
+export const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+
 /** A numeric command-line option (`--name N`) of the running script. */
 export const option = (name, fallback) => {
   const i = process.argv.indexOf(name);

@@ -10,7 +10,7 @@
 // The service and the floor (bench/floor-objects.ts) alike: both wrapped by the same counter
 // (bench/harness.mjs, COUNTING).
 import { countsOf, startDeliveryWorker } from './deliveries.mjs';
-import { addWebhooks, callJson, secretOf } from './harness.mjs';
+import { addWebhooks, callJson, secretOf, sleep } from './harness.mjs';
 import { EVENT_PATH, nftData } from './scenarios.mjs';
 
 export const ROWS = 'rows written per event';
@@ -19,7 +19,6 @@ const WEBHOOKS = 2;
 const APP = 'rows';
 /** Long enough for the application's alarm (5 s after a publish) to have rung. */
 const QUIET_MS = 6500;
-const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
 async function publishOne(worker, token, id) {
   const body = { app_id: APP, type: 'NEW_NFT', id, data: nftData(id.length) };
