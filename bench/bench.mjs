@@ -45,6 +45,7 @@ import {
   buildBundle,
   buildRevisionBundle,
   FLOOR_OBJECTS,
+  median,
   option,
   revisionConfig,
   SERVICE_OBJECTS,
@@ -197,7 +198,6 @@ async function probe(url, scenario, n, name) {
 
 // ---- runs ---------------------------------------------------------------------------------------
 
-const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const perRun = [];
 const queueRuns = [];
 // The receiver: the delivery scenarios' webhooks, and the publish scenarios' (which never answer).

@@ -10,12 +10,11 @@ import { copyFileSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { countsOf, publishMany, startDeliveryWorker } from './deliveries.mjs';
-import { addWebhooks, secretOf } from './harness.mjs';
+import { addWebhooks, secretOf, sleep } from './harness.mjs';
 
 export const BYTES = 'bytes per event';
 const FIRST = 401;
 const WEBHOOKS = 2;
-const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** page_count x page_size of a SQLite file (sqlite3 CLI), and its bytes on disk. */
 function sqliteSize(file) {

@@ -12,7 +12,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { Webhook } from 'standardwebhooks';
-import { addWebhooks, option, secretOf, startWorker } from './harness.mjs';
+import { addWebhooks, option, secretOf, sleep, startWorker } from './harness.mjs';
 import { EVENT_PATH, EVENTS_PATH, nftData } from './scenarios.mjs';
 
 /**
@@ -56,7 +56,6 @@ export const SLOW_MS = 3000;
 /** Requests per measured slice whose signature and headers the receiver checks. */
 const VERIFIED = 5;
 
-const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 const quantile = (xs, q) => {
   const sorted = [...xs].sort((a, b) => a - b);
   return sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)];

@@ -10,7 +10,7 @@
 //   --destination-events N (1000)  --destination-rounds N (3)
 import { generateKeyPairSync } from 'node:crypto';
 import { createServer } from 'node:http';
-import { option, SERVICE_OBJECTS, startWorker, tokenFor } from './harness.mjs';
+import { callJson, median, option, SERVICE_OBJECTS, startWorker, tokenFor } from './harness.mjs';
 import { EVENTS_PATH, nftData, PATH } from './scenarios.mjs';
 
 export const DESTINATIONS = 'destinations: deliveries/s by type against HTTP';
@@ -21,8 +21,6 @@ const ROUNDS = option('--destination-rounds', 3);
 const TYPES = ['http', 'cloudflare_queue', 'aws_sqs', 'aws_eventbridge', 'gcp_pubsub'];
 const KEY_ID = 'AKIDEXAMPLEBENCH0001';
 const SECRET_KEY = 'wJalrXUtnFEMI/K7MDENG/bPxRfiCYBENCHKEY01';
-
-const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
 /**
  * The stand-in: which type each request is for (by path and X-Amz-Target), answered as that API
@@ -155,22 +153,13 @@ export async function runDestinations({ bundleUrl, log }) {
       token_uri: 'https://oauth2.googleapis.com/token',
     };
     const platform = await tokenFor('platform-service', { scope: 'events:publish' });
-    const post = async (path, auth, body) => {
-      const res = await fetch(worker.url + path, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', authorization: `Bearer ${auth}` },
-        body: JSON.stringify(body),
-      });
-      const text = await res.text();
-      return { status: res.status, text };
-    };
     for (const [n, type] of TYPES.entries()) {
       const app = `dest-${type}`;
       const body =
         type === 'http'
           ? { url: `${base}/hook/${type}` }
           : { destination: destinationOf(type, n + 1, serviceAccountKey) };
-      const made = await post(PATH, await tokenFor(app), body);
+      const made = await callJson('POST', worker.url + PATH, await tokenFor(app), body);
       if (made.status !== 201) throw new Error(`${DESTINATIONS}: registering ${type}: ${made.status} ${made.text}`);
     }
     let sequence = 0;
@@ -190,7 +179,7 @@ export async function runDestinations({ bundleUrl, log }) {
       }
       for (let i = 0; i < batches.length; i += 2) {
         const sent = await Promise.all(
-          batches.slice(i, i + 2).map((events) => post(EVENTS_PATH, platform, { events })),
+          batches.slice(i, i + 2).map((events) => callJson('POST', worker.url + EVENTS_PATH, platform, { events })),
         );
         for (const r of sent) if (r.status !== 202) throw new Error(`${DESTINATIONS}: publish ${r.status} ${r.text}`);
       }

@@ -5,7 +5,7 @@
 // (POST /v1.0/platform/nft/event, 202 once stored), one at a time; target: the median under
 // 100 ms (a value at a path is read once per event, and digit strings compare by their digits).
 //   --filter-hostile-publishes N (20)  --filter-hostile-digits N (65,000)
-import { option, SERVICE_OBJECTS, startWorker, tokenFor } from './harness.mjs';
+import { callJson, median, option, SERVICE_OBJECTS, startWorker, tokenFor } from './harness.mjs';
 import { EVENT_PATH, PATH } from './scenarios.mjs';
 
 export const FILTER_HOSTILE = 'filter: hostile filters (10 webhooks, 353 $lt tests each, a 65,000-digit value)';
@@ -34,8 +34,6 @@ function hostileFilter() {
   return { filter: shaped(tests), tests: tests.length };
 }
 
-const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
-
 /** Runs the scenario once against the production bundle at `bundleUrl`; returns its figures. */
 export async function runFilterHostile({ bundleUrl, log }) {
   const worker = await startWorker({
@@ -50,25 +48,24 @@ export async function runFilterHostile({ bundleUrl, log }) {
     const { filter, tests } = hostileFilter();
     const token = await tokenFor(APP);
     const platform = await tokenFor('platform-service', { scope: 'events:publish' });
-    const post = async (path, auth, body) => {
-      const res = await fetch(worker.url + path, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', authorization: `Bearer ${auth}` },
-        body: JSON.stringify(body),
-      });
-      const text = await res.text();
-      return { status: res.status, text };
-    };
     // Never sent to: no event matches. Registered through the API, as a client does.
     for (let k = 0; k < WEBHOOKS; k++) {
-      const r = await post(PATH, token, { url: `https://hooks.example.com/filter-hostile/${k}`, filter });
+      const r = await callJson('POST', worker.url + PATH, token, {
+        url: `https://hooks.example.com/filter-hostile/${k}`,
+        filter,
+      });
       if (r.status !== 201) throw new Error(`POST ${PATH}: ${r.status} ${r.text.slice(0, 300)}`);
     }
     // Each event's value a new one: its first digits its number, then nines to DIGITS digits.
     const publish = async (n) => {
       const v = `${n + 1}`.padEnd(DIGITS, '9');
       const t = performance.now();
-      const r = await post(EVENT_PATH, platform, { app_id: APP, type: 'NEW_NFT', id: `fh-${n}`, data: { v } });
+      const r = await callJson('POST', worker.url + EVENT_PATH, platform, {
+        app_id: APP,
+        type: 'NEW_NFT',
+        id: `fh-${n}`,
+        data: { v },
+      });
       const ms = performance.now() - t;
       if (r.status !== 202) throw new Error(`publish: ${r.status} ${r.text.slice(0, 300)}`);
       return ms;

@@ -32,6 +32,12 @@ import {
 
 export { ownerOf, PATH } from './scenarios.mjs';
 
+/** Waits `ms` milliseconds. */
+export const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** The median of `xs`: of an even count, the upper of the two middle values. */
+export const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+
 /** A numeric command-line option (`--name N`) of the running script. */
 export const option = (name, fallback) => {
   const i = process.argv.indexOf(name);
@@ -469,13 +475,8 @@ export async function addPublishApps(db, origin, path = 'hold') {
 export async function addFilterApp(url, origin, filtered) {
   const token = await tokenFor(FILTER_APP);
   const call = async (method, path, body) => {
-    const res = await fetch(url + path, {
-      method,
-      headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    const text = await res.text();
-    if (res.status >= 300) throw new Error(`${method} ${path}: ${res.status} ${text.slice(0, 300)}`);
+    const { status, text } = await callJson(method, url + path, token, body);
+    if (status >= 300) throw new Error(`${method} ${path}: ${status} ${text.slice(0, 300)}`);
     return JSON.parse(text).value;
   };
   const ids = [];
@@ -574,3 +575,13 @@ export const tokenFor = (appId, claims = {}) =>
     .setIssuedAt()
     .setExpirationTime('2h')
     .sign(new TextEncoder().encode(SECRET));
+
+/** A `method` request to `url` as `token`'s bearer, `body` sent as JSON when given: the status and the reply's text. */
+export async function callJson(method, url, token, body) {
+  const res = await fetch(url, {
+    method,
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  return { status: res.status, text: await res.text() };
+}

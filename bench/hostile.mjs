@@ -8,7 +8,7 @@
 //   --hostile-publishes N (120)  --hostile-unlimited (no rate limits: a diagnostic)
 import { readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
-import { addWebhooks, option, SERVICE_OBJECTS, secretOf, startWorker, tokenFor } from './harness.mjs';
+import { addWebhooks, option, SERVICE_OBJECTS, secretOf, sleep, startWorker, tokenFor } from './harness.mjs';
 import { EVENT_PATH, EVENTS_PATH, nftData, PATH } from './scenarios.mjs';
 
 export const HOSTILE = 'hostile load';
@@ -26,7 +26,6 @@ const LOOPS = option('--hostile-loops', 4);
 const CALM_FIRST = 1001;
 const CALM_WEBHOOKS = 2;
 
-const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 const quantile = (xs, q) => {
   const sorted = [...xs].sort((a, b) => a - b);
   return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))];

@@ -10,7 +10,7 @@
 // The service and the floor (bench/floor-objects.ts) alike: both wrapped by the same counter
 // (bench/harness.mjs, COUNTING).
 import { countsOf, startDeliveryWorker } from './deliveries.mjs';
-import { addWebhooks, secretOf } from './harness.mjs';
+import { addWebhooks, callJson, secretOf, sleep } from './harness.mjs';
 import { EVENT_PATH, nftData } from './scenarios.mjs';
 
 export const ROWS = 'rows written per event';
@@ -19,16 +19,11 @@ const WEBHOOKS = 2;
 const APP = 'rows';
 /** Long enough for the application's alarm (5 s after a publish) to have rung. */
 const QUIET_MS = 6500;
-const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
 async function publishOne(worker, token, id) {
-  const res = await fetch(worker.url + EVENT_PATH, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
-    body: JSON.stringify({ app_id: APP, type: 'NEW_NFT', id, data: nftData(id.length) }),
-  });
-  const text = await res.text();
-  if (res.status !== 202) throw new Error(`${ROWS}: publish answered ${res.status} ${text.slice(0, 200)}`);
+  const body = { app_id: APP, type: 'NEW_NFT', id, data: nftData(id.length) };
+  const { status, text } = await callJson('POST', worker.url + EVENT_PATH, token, body);
+  if (status !== 202) throw new Error(`${ROWS}: publish answered ${status} ${text.slice(0, 200)}`);
 }
 
 /** Every object's rows and alarms so far, summed by kind. */

@@ -9,11 +9,11 @@ import {
   expectOtherMethodsRefused,
   limited,
   overloaded,
-  postTo,
+  registerAs,
 } from './helpers/openapi';
 import { receiver } from './helpers/receiver';
-import { expectValue, type Webhook } from './helpers/replies';
-import { eventRequest, fetchAndWait, fetchWith, ORIGIN, PATH } from './helpers/requests';
+import { expectValue } from './helpers/replies';
+import { eventRequest, fetchAndWait, fetchWith, ORIGIN } from './helpers/requests';
 import { bearer, platformToken, tokenFor } from './helpers/tokens';
 
 afterEach(() => {
@@ -48,15 +48,8 @@ describe('docs/openapi.json: the delivery log', () => {
   beforeAll(async () => {
     vi.spyOn(console, 'error').mockImplementation(() => {});
     token = await tokenFor('app-l');
-    const register = async (url: string) =>
-      (
-        await expectValue<Webhook>(
-          await fetchWith({}, postTo(PATH, bearer(token), JSON.stringify({ url: `https://hooks.example.com/${url}` }))),
-          201,
-        )
-      ).value.webhook_id;
-    hook = await register('log');
-    gone = await register('log-gone');
+    hook = await registerAs(token, 'log');
+    gone = await registerAs(token, 'log-gone');
     const publish = async (appId: string) => {
       const res = await fetchAndWait(
         {},

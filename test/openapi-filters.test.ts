@@ -12,6 +12,7 @@ import {
   type Method,
   overloaded,
   paths,
+  requestTo,
   resolve,
   validate,
 } from './helpers/openapi';
@@ -33,19 +34,6 @@ async function expectEach(method: Method, path: string, cases: [string, () => Pr
   }
   expect([...new Set(seen)].sort()).toEqual(Object.keys(paths[path]?.[method]?.responses ?? {}).sort());
 }
-
-const json = (
-  method: string,
-  path: string,
-  headers: Record<string, string>,
-  body: unknown,
-  type = 'application/json',
-) =>
-  new Request(ORIGIN + path, {
-    method,
-    headers: { 'content-type': type, ...headers },
-    body: typeof body === 'string' ? body : JSON.stringify(body),
-  });
 
 /** The application's object fails. */
 const objectDown = {
@@ -71,9 +59,9 @@ describe('docs/openapi.json: the filter operations', () => {
     const token = bearer(await tokenFor(app));
     const { id } = await registerWebhook(app);
     const full = await registerWebhook(app, { url: 'https://full.example.com/h' });
-    await fetchAndWait({}, json('POST', VALUES_PATH, token, { webhook_id: full.id, add: ['a'] }));
+    await fetchAndWait({}, requestTo('POST', VALUES_PATH, token, { webhook_id: full.id, add: ['a'] }));
     const post = (headers: Record<string, string>, body: unknown, type?: string) =>
-      json('POST', VALUES_PATH, headers, body, type);
+      requestTo('POST', VALUES_PATH, headers, body, type);
     // A set that is full: 100,000 values counted.
     await applicationSql(app, 'UPDATE value_counts SET count = 100000 WHERE webhook_id = ?1', full.id);
     await expectEach('post', VALUES_PATH, [
@@ -110,7 +98,7 @@ describe('docs/openapi.json: the filter operations', () => {
     const app = 'oa-values-get';
     const token = bearer(await tokenFor(app));
     const { id } = await registerWebhook(app);
-    await fetchAndWait({}, json('POST', VALUES_PATH, token, { webhook_id: id, add: ['a', 'b', 'c'] }));
+    await fetchAndWait({}, requestTo('POST', VALUES_PATH, token, { webhook_id: id, add: ['a', 'b', 'c'] }));
     const get = (query: string, headers: Record<string, string>) =>
       new Request(`${ORIGIN}${VALUES_PATH}?${query}`, { headers });
     await expectEach('get', VALUES_PATH, [
@@ -132,7 +120,7 @@ describe('docs/openapi.json: the filter operations', () => {
     const { id } = await registerWebhook(app, { filter: { 'data.a': { $in_set: true } } });
     const event = { type: 'NEW_NFT', data: { a: 'x' } };
     const post = (headers: Record<string, string>, body: unknown, type?: string) =>
-      json('POST', FILTER_TEST_PATH, headers, body, type);
+      requestTo('POST', FILTER_TEST_PATH, headers, body, type);
     await expectEach('post', FILTER_TEST_PATH, [
       ['200', () => fetchWith({}, post(token, { filter: { 'data.a': 'x' }, event }))],
       // Not matching: why, with the value found, and without one (a missing path).
@@ -172,15 +160,18 @@ describe('docs/openapi.json: the filter operations', () => {
     const token = bearer(await tokenFor(app));
     const created = await fetchWith(
       {},
-      json('POST', PATH, token, { url: 'https://f.example.com/h', filter: { 'data.contract': '0xab' } }),
+      requestTo('POST', PATH, token, { url: 'https://f.example.com/h', filter: { 'data.contract': '0xab' } }),
     );
     expect(created.status).toBe(201);
     await expectDocumented(created, 'post', PATH);
     const { value } = (await created.clone().json()) as { value: { webhook_id: number } };
-    const patched = await fetchWith({}, json('PATCH', PATH, token, { webhook_id: value.webhook_id, filter: null }));
+    const patched = await fetchWith(
+      {},
+      requestTo('PATCH', PATH, token, { webhook_id: value.webhook_id, filter: null }),
+    );
     expect(patched.status).toBe(200);
     await expectDocumented(patched, 'patch', PATH);
-    const refused = await fetchWith({}, json('POST', PATH, token, { url: 'https://g.example.com/h', filter: [] }));
+    const refused = await fetchWith({}, requestTo('POST', PATH, token, { url: 'https://g.example.com/h', filter: [] }));
     expect(refused.status).toBe(400);
     await expectDocumented(refused, 'post', PATH);
   });

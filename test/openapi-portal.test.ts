@@ -13,6 +13,7 @@ import {
   type Node,
   overloaded,
   paths,
+  requestTo,
   resolve,
   validate,
 } from './helpers/openapi';
@@ -37,18 +38,6 @@ async function expectEach(method: Method, path: string, cases: [string, () => Pr
 }
 
 const limited = { APP_RATE_LIMITER: { limit: async () => ({ success: false }) } };
-const json = (
-  method: string,
-  path: string,
-  headers: Record<string, string>,
-  body: unknown,
-  type = 'application/json',
-) =>
-  new Request(ORIGIN + path, {
-    method,
-    headers: { 'content-type': type, ...headers },
-    body: typeof body === 'string' ? body : JSON.stringify(body),
-  });
 
 describe('docs/openapi.json: the portal operations', () => {
   it('documents every reply of PATCH', async () => {
@@ -59,7 +48,7 @@ describe('docs/openapi.json: the portal operations', () => {
     const a = await registerWebhook(app, { url: 'https://a.example.com/h' });
     await registerWebhook(app, { url: 'https://b.example.com/h' });
     const patch = (headers: Record<string, string>, body: unknown, type?: string) =>
-      json('PATCH', PATH, headers, body, type);
+      requestTo('PATCH', PATH, headers, body, type);
     await expectEach('patch', PATH, [
       ['200', () => fetchWith({}, patch(token, { webhook_id: a.id, description: 'd', rate_limit: 10 }))],
       ['200 no change', () => fetchWith({}, patch(token, { webhook_id: a.id }))],
@@ -120,7 +109,7 @@ describe('docs/openapi.json: the portal operations', () => {
       },
     };
     const resend = (headers: Record<string, string>, body: unknown, type?: string) =>
-      json('POST', RESEND_PATH, headers, body, type);
+      requestTo('POST', RESEND_PATH, headers, body, type);
     await expectEach('post', RESEND_PATH, [
       ['202', () => fetchAndWait(queue, resend(token, { delivery_id: deliveryIds[0] }))],
       ['400', () => fetchWith(queue, resend(token, { delivery_id: 'x' }))],
@@ -209,12 +198,12 @@ describe('docs/openapi.json: the portal operations', () => {
       { webhook_id: id, event_types: [] },
       { description: 'x' },
     ]) {
-      const res = await SELF.fetch(json('PATCH', PATH, token, body));
+      const res = await SELF.fetch(requestTo('PATCH', PATH, token, body));
       expect(validate(patchSchema, body).valid, JSON.stringify(body).slice(0, 80)).toBe(res.status === 200);
     }
     const resendSchema = schema(RESEND_PATH, 'post').schema;
     for (const body of [{ delivery_id: 0 }, { delivery_id: '0' }, { delivery_id: 1.5 }, {}, { delivery_id: null }]) {
-      const res = await SELF.fetch(json('POST', RESEND_PATH, token, body));
+      const res = await SELF.fetch(requestTo('POST', RESEND_PATH, token, body));
       expect(res.status).toBe(400);
       expect(validate(resendSchema, body).valid, JSON.stringify(body)).toBe(false);
     }

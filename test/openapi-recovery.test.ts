@@ -13,11 +13,12 @@ import {
   overloaded,
   postTo,
   putRequest,
+  registerAs,
   sizedBody,
 } from './helpers/openapi';
 import { type Received, receiver } from './helpers/receiver';
-import { expectValue, type Webhook } from './helpers/replies';
-import { eventRequest, fetchAndWait, fetchWith, MAX_BODY_BYTES, PATH } from './helpers/requests';
+import { expectValue } from './helpers/replies';
+import { eventRequest, fetchAndWait, fetchWith, MAX_BODY_BYTES } from './helpers/requests';
 import { bearer, platformToken, tokenFor } from './helpers/tokens';
 
 afterEach(() => {
@@ -53,15 +54,8 @@ describe('docs/openapi.json: recovering deliveries', () => {
   beforeAll(async () => {
     vi.spyOn(console, 'error').mockImplementation(() => {});
     token = await tokenFor('app-v');
-    const register = async (url: string) =>
-      (
-        await expectValue<Webhook>(
-          await fetchWith({}, postTo(PATH, bearer(token), JSON.stringify({ url: `https://hooks.example.com/${url}` }))),
-          201,
-        )
-      ).value.webhook_id;
-    hook = await register('recover');
-    gone = await register('recover-gone');
+    hook = await registerAs(token, 'recover');
+    gone = await registerAs(token, 'recover-gone');
     off = await insertWebhook('app-v', { enabled: false });
     foreign = await insertWebhook('app-w');
 

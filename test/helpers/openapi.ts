@@ -5,6 +5,7 @@ import { Validator } from '@cfworker/json-schema';
 import { expect } from 'vitest';
 import doc from '../../docs/openapi.json';
 import { faultyDb, OVERLOADED } from './database';
+import { expectValue, type Webhook } from './replies';
 import { fetchWith, ORIGIN, PATH, URL_ } from './requests';
 import { bearer } from './tokens';
 
@@ -96,9 +97,32 @@ const failingAfter = (message: string) => faultyDb(Array.from({ length: 10 }, ()
 export const overloaded = () => failingAfter(OVERLOADED);
 export const broken = () => failingAfter('D1_ERROR: no such table');
 
+/** A `method` request of `body` to `path`, sent as `type`: a string as it is, anything else as JSON. */
+export const requestTo = (
+  method: string,
+  path: string,
+  headers: Record<string, string>,
+  body: unknown,
+  type = 'application/json',
+) =>
+  new Request(ORIGIN + path, {
+    method,
+    headers: { 'content-type': type, ...headers },
+    body: typeof body === 'string' ? body : JSON.stringify(body),
+  });
+
 /** A POST of `body` to `path`, sent as `type`. */
 export const postTo = (path: string, headers: Record<string, string>, body: string, type = 'application/json') =>
-  new Request(ORIGIN + path, { method: 'POST', headers: { 'content-type': type, ...headers }, body });
+  requestTo('POST', path, headers, body, type);
+
+/** A webhook of `token`'s application at `https://hooks.example.com/<name>`, registered through the Worker: its id. */
+export const registerAs = async (token: string, name: string) =>
+  (
+    await expectValue<Webhook>(
+      await fetchWith({}, postTo(PATH, bearer(token), JSON.stringify({ url: `https://hooks.example.com/${name}` }))),
+      201,
+    )
+  ).value.webhook_id;
 
 /** A JSON body of exactly `bytes` bytes: `fields` and a padding string. */
 export const sizedBody = (bytes: number, fields: Record<string, unknown> = {}) => {

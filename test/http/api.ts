@@ -57,6 +57,14 @@ export function apiOf(baseUrl: string, secret: string) {
 
   return {
     call,
+    /**
+     * A request as `appId` (with `scope` when given), `body` sent as JSON: the status, the
+     * envelope's value and the reply's text (for a failure's message).
+     */
+    async json<T = unknown>(appId: string, method: string, path: string, body?: unknown, scope?: string) {
+      const res = await call(method, path, appId, body === undefined ? undefined : JSON.stringify(body), scope);
+      return { status: res.status, value: (JSON.parse(res.text) as { value?: T }).value as T, text: res.text };
+    },
     /** Registers a webhook of `appId` at `url`; its id and signing secret. */
     async register(appId: string, url: string, eventTypes?: string[]) {
       const res = await call(

@@ -8,14 +8,13 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { jwtVerify } from 'jose';
 import { afterAll, describe, expect, it } from 'vitest';
 import { unstable_readConfig } from 'wrangler';
 import { until } from './receiver';
-import { writeDevVars } from './wrangler-dev';
+import { freePort, writeDevVars } from './wrangler-dev';
 
 const root = new URL('../..', import.meta.url).pathname;
 const folder = mkdtempSync(join(tmpdir(), 'nft-webhook-dev-'));
@@ -57,16 +56,6 @@ process.on('SIGINT', () => {
   process.exit(0);
 });
 `;
-
-/** A free loopback port. */
-const freePort = () =>
-  new Promise<number>((resolve) => {
-    const probe = createServer();
-    probe.listen(0, '127.0.0.1', () => {
-      const { port } = probe.address() as { port: number };
-      probe.close(() => resolve(port));
-    });
-  });
 
 describe('npm start (scripts/dev.mjs)', () => {
   it('runs the Cron Trigger while wrangler dev runs, drops only workerd’s DNS-failure blocks, and stops on Ctrl-C', async () => {

@@ -3,48 +3,12 @@
 // entered once and shown as set; the list and the page name the destination; editing keeps the
 // credential when left empty. What the page shows is checked against the API.
 import { randomBytes } from 'node:crypto';
-import type { Browser, BrowserContext, Page } from 'playwright-core';
-import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
-import { launchBrowser } from './browser';
-import { PATH, parseIds, tokenFor } from './client';
+import { describe, expect, it } from 'vitest';
+import { api, button, fact, portalBrowser, rowsOf } from './browser';
+import { PATH, tokenFor } from './client';
 
-const base = inject('baseUrl');
+const { open } = portalBrowser();
 
-let browser: Browser;
-beforeAll(async () => {
-  browser = await launchBrowser();
-}, 120_000);
-afterAll(async () => {
-  await browser?.close();
-});
-
-const contexts: { context: BrowserContext; errors: string[] }[] = [];
-afterEach(async () => {
-  for (const { context, errors } of contexts.splice(0)) {
-    await context.close();
-    expect(errors).toEqual([]);
-  }
-});
-
-async function api<T = unknown>(appId: string, method: string, path: string) {
-  const res = await fetch(`${base}${path}`, { method, headers: { authorization: `Bearer ${await tokenFor(appId)}` } });
-  const text = await res.text();
-  return { status: res.status, value: (parseIds(text) as { value?: T }).value as T, text };
-}
-
-async function open(appId: string, path: string): Promise<Page> {
-  const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
-  context.setDefaultTimeout(10_000);
-  const page = await context.newPage();
-  const errors: string[] = [];
-  page.on('pageerror', (e) => errors.push(e.message));
-  contexts.push({ context, errors });
-  await page.goto(`${base}${path}#token=${await tokenFor(appId)}`);
-  await page.getByRole('heading', { level: 1 }).waitFor();
-  return page;
-}
-
-const button = (page: Page, name: string) => page.getByRole('button', { name, exact: true });
 const QUEUE_URL = 'https://sqs.eu-west-1.amazonaws.com/123456789012/portal-queue';
 
 interface Hook {
@@ -56,7 +20,7 @@ interface Hook {
 describe('the portal’s destination picker', () => {
   it('adds an SQS endpoint, shows its credential as set, names it in the list and on its page, and keeps the credential on edit', async () => {
     const app = `portal-destinations-${randomBytes(3).toString('hex')}`;
-    const page = await open(app, '/portal/');
+    const page = await open(await tokenFor(app));
     await button(page, 'Add endpoint').click();
     await page.getByRole('combobox', { name: 'Type' }).selectOption('aws_sqs');
     expect(await page.getByRole('textbox', { name: 'Endpoint URL' }).count()).toBe(0);
@@ -76,11 +40,11 @@ describe('the portal’s destination picker', () => {
       access_key_id: 'AKIAIOSFODNN7EXAMPLE',
       credentials: 'set',
     });
-    const row = page.getByRole('table', { name: 'Endpoints' }).locator('tbody tr').first();
+    const row = rowsOf(page, 'Endpoints').first();
     expect(await row.textContent()).toContain('(Amazon SQS)');
 
     await row.getByRole('link', { name: QUEUE_URL }).click();
-    const facts = page.locator('dl.facts dt:text-is("Destination") + dd');
+    const facts = fact(page, 'Destination');
     await facts.waitFor();
     expect(await facts.textContent()).toContain('Amazon SQS');
     expect(await facts.textContent()).toContain('Secret access key: set');

@@ -5,44 +5,15 @@
 // searched and removed (its panel only where the filter uses $in_set), a read-only link without
 // any of the controls, and the page at 390 px. What the page did is checked through the API too.
 import { randomBytes } from 'node:crypto';
-import type { Browser, BrowserContext, Page } from 'playwright-core';
-import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
-import { launchBrowser } from './browser';
+import { describe, expect, inject, it } from 'vitest';
+import { apiOf } from './api';
+import { api, button, fact, portalBrowser, rowsOf, type Size } from './browser';
 import { PATH, tokenFor } from './client';
 
 const base = inject('baseUrl');
-
-let browser: Browser;
-beforeAll(async () => {
-  browser = await launchBrowser();
-}, 120_000);
-afterAll(async () => {
-  await browser?.close();
-});
-
-const contexts: { context: BrowserContext; errors: string[] }[] = [];
-afterEach(async () => {
-  for (const { context, errors } of contexts.splice(0)) {
-    await context.close();
-    expect(errors).toEqual([]);
-  }
-});
+const { newPage, open } = portalBrowser();
 
 const appOf = (name: string) => `portal-filters-${name}-${randomBytes(3).toString('hex')}`;
-
-/** Calls the API as `appId`; the status and the envelope's value. */
-async function api<T = unknown>(appId: string, method: string, path: string, body?: unknown) {
-  const res = await fetch(`${base}${path}`, {
-    method,
-    headers: {
-      authorization: `Bearer ${await tokenFor(appId)}`,
-      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
-    },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await res.text();
-  return { status: res.status, value: (JSON.parse(text) as { value?: T }).value as T, text };
-}
 
 /** A webhook of `appId` (its id), with `extra` fields. */
 async function register(appId: string, name: string, extra: Record<string, unknown> = {}) {
@@ -56,13 +27,9 @@ async function register(appId: string, name: string, extra: Record<string, unkno
 
 /** A webhook of `appId` (its id) registered with the JSON text `fields` (numbers sent as written). */
 async function registerText(appId: string, name: string, fields: string) {
-  const res = await fetch(`${base}${PATH}`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${await tokenFor(appId)}`, 'content-type': 'application/json' },
-    body: `{"url":"https://hooks.example.com/${name}",${fields}}`,
-  });
-  const text = await res.text();
-  expect(res.status, text).toBe(201);
+  const body = `{"url":"https://hooks.example.com/${name}",${fields}}`;
+  const { status, text } = await apiOf(base, inject('secret')).call('POST', PATH, appId, body);
+  expect(status, text).toBe(201);
   return (JSON.parse(text) as { value: { webhook_id: number } }).value.webhook_id;
 }
 
@@ -81,22 +48,11 @@ async function setSize(appId: string, id: number) {
 }
 
 /** Opens the endpoint's page in a fresh context with `token`. */
-async function openEndpoint(token: string, id: number, { width = 1280, height = 800 } = {}) {
-  const context = await browser.newContext({ viewport: { width, height } });
-  context.setDefaultTimeout(10_000);
-  const page = await context.newPage();
-  const errors: string[] = [];
-  page.on('pageerror', (e) => errors.push(e.message));
-  contexts.push({ context, errors });
-  await page.goto(`${base}/portal/endpoints/${id}#token=${token}`);
-  await page.getByRole('heading', { level: 1 }).waitFor();
+async function openEndpoint(token: string, id: number, size?: Size) {
+  const page = await open(token, `/portal/endpoints/${id}`, size);
   await page.getByRole('region', { name: 'Value set' }).waitFor();
   return page;
 }
-
-const button = (page: Page, name: string) => page.getByRole('button', { name, exact: true });
-/** The text of the facts' entry named `term` (Filter, Ordering). */
-const fact = (page: Page, term: string) => page.locator(`dl.facts dt:text-is("${term}") + dd`);
 
 // The catalog's NEW_NFT example: its contract and owner.
 const CONTRACT = '0x5a1f8e1b7c3d9a2e4f60718293a4b5c6d7e8f901';
@@ -360,14 +316,9 @@ describe('the portal: filters, ordering and value sets', () => {
         'No events: its filter names no type among its event types',
       ],
     ];
-    const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
-    context.setDefaultTimeout(10_000);
-    const page = await context.newPage();
-    const errors: string[] = [];
-    page.on('pageerror', (e) => errors.push(e.message));
-    contexts.push({ context, errors });
+    const { page } = await newPage();
     await page.goto(`${base}/portal/#token=${await tokenFor(app)}`);
-    const rows = page.getByRole('table', { name: 'Endpoints' }).locator('tbody tr');
+    const rows = rowsOf(page, 'Endpoints');
     await expect.poll(() => rows.count()).toBe(cases.length);
     for (const [id, text] of cases) {
       const url = String((await stored(app, id)).url);

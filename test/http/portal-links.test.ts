@@ -8,28 +8,15 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { SignJWT } from 'jose';
-import type { Browser, BrowserContext, Page } from 'playwright-core';
-import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
-import { launchBrowser } from './browser';
+import type { Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { api, portalBrowser, TOKEN_KEY } from './browser';
 import { PATH, tokenFor } from './client';
 import { until } from './receiver';
 import { type Dev, ownWorker } from './wrangler-dev';
 
 const base = inject('baseUrl');
-const TOKEN_KEY = 'nft-webhook-portal.token';
-
-let browser: Browser;
-beforeAll(async () => {
-  browser = await launchBrowser();
-}, 120_000);
-afterAll(async () => {
-  await browser?.close();
-});
-
-const contexts: BrowserContext[] = [];
-afterEach(async () => {
-  for (const context of contexts.splice(0)) await context.close();
-});
+const { newPage } = portalBrowser();
 
 const appOf = (name: string) => `portal-${name}-${randomBytes(3).toString('hex')}`;
 
@@ -41,29 +28,12 @@ const tokenOf = (claims: Record<string, unknown>, secret = inject('secret')) =>
     .setExpirationTime('1h')
     .sign(new TextEncoder().encode(secret));
 
-/** A new tab (its own sessionStorage) that records the page's errors and the URLs it requested. */
-async function tab() {
-  const context = await browser.newContext();
-  contexts.push(context);
-  context.setDefaultTimeout(10_000);
-  const page = await context.newPage();
-  const errors: string[] = [];
-  const requested: string[] = [];
-  page.on('pageerror', (e) => errors.push(e.message));
-  page.on('request', (r) => requested.push(r.url()));
-  return { page, errors, requested };
-}
-
 /** Registers a webhook for `appId` through the API; its URL. */
 async function register(appId: string, name: string) {
   const url = `https://hooks.example.com/${name}`;
-  const res = await fetch(`${base}${PATH}`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${await tokenFor(appId)}`, 'content-type': 'application/json' },
-    body: JSON.stringify({ url }),
-  });
+  const res = await api(appId, 'POST', PATH, { url });
   // The reply's text with its status: a refusal (e.g. a 503 and why) says so in the failure.
-  expect(res.status, await res.text()).toBe(201);
+  expect(res.status, res.text).toBe(201);
   return url;
 }
 
@@ -76,7 +46,7 @@ describe('portal links in a browser', () => {
     const [first, second] = [appOf('first'), appOf('second')];
     const [firstUrl, secondUrl] = await Promise.all([register(first, 'first'), register(second, 'second')]);
     const [firstToken, secondToken] = await Promise.all([tokenFor(first), tokenFor(second)]);
-    const { page, errors, requested } = await tab();
+    const { page, errors, requests } = await newPage();
     await page.goto(`${base}/portal/#token=${firstToken}`);
     await endpointLink(page, firstUrl).waitFor();
     expect(page.url()).toBe(`${base}/portal/`);
@@ -88,7 +58,7 @@ describe('portal links in a browser', () => {
     expect(await page.locator('header .who').textContent()).toContain(second);
     expect(page.url()).toBe(`${base}/portal/`);
     expect(await stored(page)).toBe(secondToken);
-    expect(requested.filter((u) => u.includes(secondToken) || u.includes(firstToken))).toEqual([]);
+    expect(requests.map((r) => r.url).filter((u) => u.includes(secondToken) || u.includes(firstToken))).toEqual([]);
     expect(errors).toEqual([]);
   });
 
@@ -98,7 +68,7 @@ describe('portal links in a browser', () => {
     ['characters no token has', '%3Cscript%3E%20x'],
     ['text that is no JWT', 'garbage'],
   ])('a fragment it cannot read (%s) shows that the link has expired, never a blank page', async (_, fragment) => {
-    const { page, errors } = await tab();
+    const { page, errors } = await newPage();
     await page.goto(`${base}/portal/#token=${fragment}`);
     await expiredHeading(page).waitFor();
     expect(page.url()).toBe(`${base}/portal/`);
@@ -109,7 +79,7 @@ describe('portal links in a browser', () => {
   it('a fragment it cannot read, opened in a tab that shows an application, ends that session', async () => {
     const app = appOf('then-bad');
     const url = await register(app, 'then-bad');
-    const { page, errors } = await tab();
+    const { page, errors } = await newPage();
     await page.goto(`${base}/portal/#token=${await tokenFor(app)}`);
     await endpointLink(page, url).waitFor();
     await page.goto(`${base}/portal/#token=%E0%A4%A`);
@@ -129,7 +99,7 @@ describe('portal links in a browser', () => {
   ])('a read-only link written as %s is read-only: no change, no Show secret', async (_, scopes) => {
     const app = appOf('ro-spelling');
     const url = await register(app, 'ro-spelling');
-    const { page, errors } = await tab();
+    const { page, errors } = await newPage();
     await page.goto(`${base}/portal/#token=${await tokenOf({ sub: app, ...scopes })}`);
     await page.getByText('This link is read-only').waitFor();
     expect(await page.getByRole('button', { name: 'Add endpoint' }).count()).toBe(0);
@@ -184,7 +154,7 @@ describe('the application the portal names, with JWT_APP_CLAIM=client_id', () =>
       body: JSON.stringify({ url: 'https://hooks.example.com/client' }),
     });
     expect(created.status).toBe(201);
-    const { page, errors } = await tab();
+    const { page, errors } = await newPage();
     await page.goto(`${own}/portal/#token=${token}`);
     await endpointLink(page, 'https://hooks.example.com/client').waitFor();
     await until('the name', async () => (await page.locator('header .who').textContent())?.includes(app));

@@ -6,10 +6,10 @@
 // says so and opens no other connection. After each test: no request and
 // no WebSocket of any page carried the token in its URL, and no page had an error.
 import { randomBytes } from 'node:crypto';
-import type { Browser, BrowserContext, Page, WebSocketRoute } from 'playwright-core';
-import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
+import type { Page, WebSocketRoute } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { apiOf } from './api';
-import { launchBrowser } from './browser';
+import { portalBrowser, rowsOf } from './browser';
 import { PATH, tokenFor } from './client';
 import { type Receiver, startReceiver, until } from './receiver';
 
@@ -17,41 +17,34 @@ const base = inject('baseUrl');
 const api = apiOf(base, inject('secret'));
 const LIVE_URL = /^ws:\/\/127\.0\.0\.1:\d+\/v1\.0\/app\/nft\/webhook\/delivery\/live\?webhook_id=\d+$/;
 
-let browser: Browser;
+const pages = portalBrowser();
 let receiver: Receiver;
 beforeAll(async () => {
-  [browser, receiver] = await Promise.all([launchBrowser(), startReceiver(inject('liveReceiverPort'))]);
-}, 120_000);
-afterAll(async () => {
-  await browser?.close();
-  await receiver?.close();
+  receiver = await startReceiver(inject('liveReceiverPort'));
 });
-
-/** Every page a test opened: what it requested and which WebSockets it opened. */
-const opened: { context: BrowserContext; token: string; urls: string[]; sockets: string[]; errors: string[] }[] = [];
-afterEach(async () => {
-  for (const { context, token, urls, sockets, errors } of opened.splice(0)) {
-    await context.close();
-    expect(errors).toEqual([]);
-    for (const url of [...urls, ...sockets]) expect(url).not.toContain(token);
-    for (const url of sockets) expect(url).toMatch(LIVE_URL);
-  }
+afterAll(async () => {
+  await receiver?.close();
 });
 
 const appOf = (name: string) => `portal-live-${name}-${randomBytes(3).toString('hex')}`;
 
-/** A fresh browser context with `token`, its requests and WebSockets recorded; `route` may intercept its sockets. */
+/**
+ * A fresh browser context for `token`'s link; `route` may intercept its sockets. After the test: no
+ * error on the page, no request or WebSocket that carried the token in its URL, and no WebSocket
+ * but the live deliveries'.
+ */
 async function newPage(token: string, route?: (ws: WebSocketRoute) => void) {
-  const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
-  context.setDefaultTimeout(10_000);
-  if (route !== undefined) await context.routeWebSocket(/\/delivery\/live/, route);
-  const page = await context.newPage();
-  const record = { context, token, urls: [] as string[], sockets: [] as string[], errors: [] as string[] };
-  page.on('request', (r) => record.urls.push(r.url()));
-  page.on('websocket', (ws) => record.sockets.push(ws.url()));
-  page.on('pageerror', (e) => record.errors.push(e.message));
-  opened.push(record);
-  return { page, record };
+  const record = await pages.newPage({
+    prepare: async (context) => {
+      if (route !== undefined) await context.routeWebSocket(/\/delivery\/live/, route);
+    },
+    check: ({ errors, requests, sockets }) => {
+      expect(errors).toEqual([]);
+      for (const url of [...requests.map((r) => r.url), ...sockets]) expect(url).not.toContain(token);
+      for (const url of sockets) expect(url).toMatch(LIVE_URL);
+    },
+  });
+  return { page: record.page, record };
 }
 
 /** Opens webhook `id`'s page with `token`'s link; waits for its live state (`live` unless said). */
@@ -67,17 +60,17 @@ async function openEndpoint(
   return { page, record };
 }
 
-const rowsOf = (page: Page) => page.getByRole('table', { name: 'Deliveries' }).locator('tbody tr');
+const deliveries = (page: Page) => rowsOf(page, 'Deliveries');
 /** The first row's cells: created, status, type, event id, attempts, last result. */
 const firstRow = async (page: Page) =>
-  (await rowsOf(page).first().locator('td').allTextContents()).map((t) => t.trim());
+  (await deliveries(page).first().locator('td').allTextContents()).map((t) => t.trim());
 
 /** Waits until the first row shows `cells` (status, attempts, last result); returns when it did (ms). */
 async function rowShows(page: Page, status: string, attempts: string, result: string, timeoutMs = 10_000) {
   return until(
     `a row ${status}, ${attempts}, ${result}`,
     async () => {
-      if ((await rowsOf(page).count()) === 0) return false;
+      if ((await deliveries(page).count()) === 0) return false;
       const cells = await firstRow(page);
       return cells[1] === status && cells[4] === attempts && cells[5] === result && Date.now();
     },
@@ -103,7 +96,7 @@ describe('the portal: live deliveries', () => {
 
     const eventId = await api.publish(app, 'NEW_NFT', '{"token":"1"}');
     const published = Date.now();
-    await rowsOf(page).first().waitFor({ timeout: 5_000 });
+    await deliveries(page).first().waitFor({ timeout: 5_000 });
     expect(Date.now() - published).toBeLessThan(2_000);
     expect((await firstRow(page))[3]).toBe(eventId);
 
@@ -115,7 +108,7 @@ describe('the portal: live deliveries', () => {
     const succeeded = await rowShows(page, 'succeeded', '2', 'HTTP 200');
     expect(succeeded - (second?.at as number)).toBeLessThan(2_000);
 
-    expect(await rowsOf(page).count()).toBe(1);
+    expect(await deliveries(page).count()).toBe(1);
     // One connection all along, and the same document: nothing reloaded it.
     expect(record.sockets.length).toBe(1);
     expect(await page.evaluate(() => (window as unknown as { unchanged?: boolean }).unchanged)).toBe(true);
@@ -131,7 +124,7 @@ describe('the portal: live deliveries', () => {
     await page.getByText('This link is read-only').waitFor();
     await api.publish(app, 'NEW_NFT', '{"token":"2"}');
     const published = Date.now();
-    await rowsOf(page).first().waitFor({ timeout: 5_000 });
+    await deliveries(page).first().waitFor({ timeout: 5_000 });
     expect(Date.now() - published).toBeLessThan(2_000);
     const [attempt] = await receiver.waitFor(path, 1);
     const shown = await rowShows(page, 'succeeded', '1', 'HTTP 204');
@@ -158,7 +151,7 @@ describe('the portal: live deliveries', () => {
     await page.locator('[data-live="live"]').waitFor();
     await until(
       'the missed delivery',
-      async () => (await rowsOf(page).count()) === 1 && (await firstRow(page))[3] === missed,
+      async () => (await deliveries(page).count()) === 1 && (await firstRow(page))[3] === missed,
     );
 
     const next = await api.publish(app, 'NEW_NFT', '{"token":"4"}');
@@ -206,11 +199,13 @@ describe('the portal: live deliveries', () => {
     const { page, record } = await openEndpoint(token, id, { state: 'polling' });
     await page.getByText('this one refreshes every 10 seconds').waitFor();
     const eventId = await api.publish(app, 'NEW_NFT', '{"token":"5"}');
-    await until('the delivery, refreshed', async () => (await rowsOf(page).count()) === 1, 15_000);
+    await until('the delivery, refreshed', async () => (await deliveries(page).count()) === 1, 15_000);
     expect((await firstRow(page))[3]).toBe(eventId);
     // Refreshed by reading the log again (the page's one socket was refused).
     expect(record.sockets.length).toBe(1);
-    expect(record.urls.filter((u) => u.includes('/webhook/delivery?')).length).toBeGreaterThanOrEqual(2);
+    expect(
+      record.requests.map((r) => r.url).filter((u) => u.includes('/webhook/delivery?')).length,
+    ).toBeGreaterThanOrEqual(2);
   });
 
   it('the webhook deleted: the page says so, and opens no other connection', async () => {

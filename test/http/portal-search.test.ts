@@ -5,46 +5,17 @@
 // have says Not found, and anything else is refused where it was typed. What the page shows is
 // checked against the API. The webhooks point where nothing listens: their deliveries exist, and fail.
 import { randomBytes } from 'node:crypto';
-import type { Browser, BrowserContext, Page } from 'playwright-core';
-import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
-import { launchBrowser } from './browser';
+import type { Page } from 'playwright-core';
+import { describe, expect, inject, it } from 'vitest';
+import { apiOf, EVENT_PATH } from './api';
+import { api, fact, portalBrowser, rowsOf } from './browser';
 import { PATH, tokenFor } from './client';
 import { until } from './receiver';
 import { README_RECEIVER_PORT } from './wrangler-dev';
 
-const base = inject('baseUrl');
-
-let browser: Browser;
-beforeAll(async () => {
-  browser = await launchBrowser();
-}, 120_000);
-afterAll(async () => {
-  await browser?.close();
-});
-
-const contexts: { context: BrowserContext; errors: string[] }[] = [];
-afterEach(async () => {
-  for (const { context, errors } of contexts.splice(0)) {
-    await context.close();
-    expect(errors).toEqual([]);
-  }
-});
+const { open } = portalBrowser();
 
 const appOf = (name: string) => `portal-search-${name}-${randomBytes(3).toString('hex')}`;
-
-/** Calls the API as `appId` (with `scope` when given); the status and the envelope's value. */
-async function api<T = unknown>(appId: string, method: string, path: string, body?: unknown, scope?: string) {
-  const res = await fetch(`${base}${path}`, {
-    method,
-    headers: {
-      authorization: `Bearer ${await tokenFor(appId, scope)}`,
-      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
-    },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await res.text();
-  return { status: res.status, value: (JSON.parse(text) as { value?: T }).value as T, text };
-}
 
 /** A webhook of `appId` whose receiver is not there (its attempts fail at once). */
 async function register(appId: string, name: string, extra: Record<string, unknown> = {}) {
@@ -64,27 +35,12 @@ interface Delivery {
   attempts: number;
 }
 
-/** Opens `path` of the portal for `appId` in a fresh context. */
-async function open(appId: string, path = '/portal/') {
-  const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
-  context.setDefaultTimeout(10_000);
-  const page = await context.newPage();
-  const errors: string[] = [];
-  page.on('pageerror', (e) => errors.push(e.message));
-  contexts.push({ context, errors });
-  await page.goto(`${base}${path}#token=${await tokenFor(appId)}`);
-  await page.getByRole('heading', { level: 1 }).waitFor();
-  return page;
-}
-
 /** Types `text` into the header's search and submits it. */
 async function search(page: Page, text: string) {
   const box = page.getByRole('search').getByRole('searchbox', { name: 'Event or delivery id' });
   await box.fill(text);
   await box.press('Enter');
 }
-
-const fact = (page: Page, term: string) => page.locator(`dl.facts dt:text-is("${term}") + dd`);
 
 describe('the portal: an event or a delivery found from the header', () => {
   it("a delivery id opens the delivery's page (a reload keeps it); another application's says Not found; other text is refused", async () => {
@@ -99,13 +55,13 @@ describe('the portal: an event or a delivery found from the header', () => {
       return d.value.attempts >= 1 ? d.value : undefined;
     });
 
-    const page = await open(app);
+    const page = await open(await tokenFor(app));
     await search(page, ` ${sent.value.delivery_id} `);
     await page.getByRole('heading', { level: 1, name: 'Delivery' }).waitFor();
     expect(new URL(page.url()).pathname).toBe(`/portal/deliveries/${sent.value.delivery_id}`);
     await fact(page, 'Event id').getByText(sent.value.event_id, { exact: true }).waitFor();
     expect(await fact(page, 'Event type').textContent()).toBe(delivery.type);
-    await page.getByRole('table', { name: 'Attempts' }).locator('tbody tr').first().waitFor();
+    await rowsOf(page, 'Attempts').first().waitFor();
     // Its event id leads to the event's screen.
     expect(await fact(page, 'Event id').getByRole('link').getAttribute('href')).toBe(
       `/portal/events/${sent.value.event_id}`,
@@ -115,7 +71,7 @@ describe('the portal: an event or a delivery found from the header', () => {
     await fact(page, 'Event id').getByText(sent.value.event_id, { exact: true }).waitFor();
 
     // Another application's delivery is not this one's to see.
-    const other = await open(appOf('other'));
+    const other = await open(await tokenFor(appOf('other')));
     await search(other, String(sent.value.delivery_id));
     const missing = other.getByRole('alert');
     await missing.waitFor();
@@ -142,17 +98,15 @@ describe('the portal: an event or a delivery found from the header', () => {
     const all = await register(app, 'all');
     await register(app, 'other-types', { event_types: ['MOD_NFT'] });
     // A price past a double's digits: shown as it was published.
-    const published = await fetch(`${base}/v1.0/platform/nft/event`, {
-      method: 'POST',
-      headers: {
-        authorization: `Bearer ${await tokenFor(app, 'events:publish')}`,
-        'content-type': 'application/json',
-      },
-      body: `{"app_id":"${app}","type":"NEW_NFT","data":{"token_id":"1002","price":12345678901234567890123}}`,
-    });
-    const publishedText = await published.text();
-    expect(published.status, publishedText).toBe(202);
-    const eventId = (JSON.parse(publishedText) as { value: { event_id: string } }).value.event_id;
+    const published = await apiOf(inject('baseUrl'), inject('secret')).call(
+      'POST',
+      EVENT_PATH,
+      app,
+      `{"app_id":"${app}","type":"NEW_NFT","data":{"token_id":"1002","price":12345678901234567890123}}`,
+      'events:publish',
+    );
+    expect(published.status, published.text).toBe(202);
+    const eventId = (JSON.parse(published.text) as { value: { event_id: string } }).value.event_id;
     const deliveryOf = async (webhookId: number) =>
       until(`the delivery to ${webhookId}`, async () => {
         const log = await api<{ deliveries: Delivery[] }>(app, 'GET', `${PATH}/delivery?webhook_id=${webhookId}`);
@@ -165,7 +119,7 @@ describe('the portal: an event or a delivery found from the header', () => {
     const event = await api<{ created_at: string }>(app, 'GET', `/v1.0/app/nft/event?event_id=${eventId}`);
     expect(event.status, event.text).toBe(200);
 
-    const page = await open(app);
+    const page = await open(await tokenFor(app));
     await search(page, eventId);
     await page.getByRole('heading', { level: 1, name: 'Event' }).waitFor();
     expect(new URL(page.url()).pathname).toBe(`/portal/events/${eventId}`);
@@ -175,7 +129,7 @@ describe('the portal: an event or a delivery found from the header', () => {
     expect(await fact(page, 'Data').locator('pre').textContent()).toBe(
       '{\n  "token_id": "1002",\n  "price": 12345678901234567890123\n}',
     );
-    const rows = page.getByRole('table', { name: 'Deliveries' }).locator('tbody tr');
+    const rows = rowsOf(page, 'Deliveries');
     await expect.poll(() => rows.count()).toBe(2);
     for (const { hook, delivery } of expected) {
       const row = rows.filter({ has: page.getByRole('link', { name: hook.url, exact: true }) });

@@ -8,49 +8,26 @@
 // endpoint's page its state, warning and actions on the first screen. What the page shows is
 // checked against the API.
 import { randomBytes } from 'node:crypto';
-import type { Browser, BrowserContext, Page } from 'playwright-core';
-import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
-import { launchBrowser } from './browser';
+import type { Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { api, button, fact, portalBrowser, rowsOf } from './browser';
 import { PATH, tokenFor } from './client';
 import { type Receiver, startReceiver, until } from './receiver';
 import { README_RECEIVER_PORT } from './wrangler-dev';
 
 const base = inject('baseUrl');
+const { newPage, open } = portalBrowser();
 
-let browser: Browser;
 let receiver: Receiver;
 beforeAll(async () => {
   // This project's own receiver port (the `http` project's tests use theirs against their own wrangler dev).
-  [browser, receiver] = await Promise.all([launchBrowser(), startReceiver(inject('receiverPort'))]);
-}, 120_000);
+  receiver = await startReceiver(inject('receiverPort'));
+});
 afterAll(async () => {
-  await browser?.close();
   await receiver?.close();
 });
 
-const contexts: { context: BrowserContext; errors: string[] }[] = [];
-afterEach(async () => {
-  for (const { context, errors } of contexts.splice(0)) {
-    await context.close();
-    expect(errors).toEqual([]);
-  }
-});
-
 const appOf = (name: string) => `portal-why-${name}-${randomBytes(3).toString('hex')}`;
-
-/** Calls the API as `appId`; the status and the envelope's value. */
-async function api<T = unknown>(appId: string, method: string, path: string, body?: unknown) {
-  const res = await fetch(`${base}${path}`, {
-    method,
-    headers: {
-      authorization: `Bearer ${await tokenFor(appId)}`,
-      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
-    },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await res.text();
-  return { status: res.status, value: (JSON.parse(text) as { value?: T }).value as T, text };
-}
 
 interface Webhook {
   webhook_id: number;
@@ -72,22 +49,7 @@ async function register(appId: string, path: string) {
 const stored = async (appId: string, id: number) =>
   (await api<Webhook>(appId, 'GET', `${PATH}?webhook_id=${id}`)).value;
 
-/** Opens `path` of the portal for `appId` in a fresh context. */
-async function open(appId: string, path: string, { width = 1280, height = 800 } = {}) {
-  const context = await browser.newContext({ viewport: { width, height } });
-  context.setDefaultTimeout(10_000);
-  const page = await context.newPage();
-  const errors: string[] = [];
-  page.on('pageerror', (e) => errors.push(e.message));
-  contexts.push({ context, errors });
-  await page.goto(`${base}${path}#token=${await tokenFor(appId)}`);
-  await page.getByRole('heading', { level: 1 }).waitFor();
-  return page;
-}
-
-const button = (page: Page, name: string) => page.getByRole('button', { name, exact: true });
-const rowsOf = (page: Page, table: string) => page.getByRole('table', { name: table }).locator('tbody tr');
-const state = (page: Page) => page.locator('dl.facts dt:text-is("State") + dd');
+const state = (page: Page) => fact(page, 'State');
 const health = (page: Page) => page.getByRole('region', { name: 'Health' });
 const warning = (page: Page) => page.getByRole('region', { name: 'This endpoint is failing' });
 /** The value of the term `term` in the failing endpoint's warning. */
@@ -135,7 +97,7 @@ describe('the portal says why', () => {
     const enabled = await register(app, '/why-enabled');
     expect((await api(app, 'PUT', PATH, { webhook_id: byHand.webhook_id, is_enabled: false })).status).toBe(200);
 
-    const page = await open(app, `/portal/endpoints/${gone.webhook_id}`);
+    const page = await open(await tokenFor(app), `/portal/endpoints/${gone.webhook_id}`);
     expect(await state(page).textContent()).toBe('Enabled');
     await button(page, 'Send test event').click();
     await receiver.waitFor('/why-gone', 1);
@@ -183,7 +145,7 @@ describe('the portal says why', () => {
     const { webhook, waiting } = await failingWebhook(app, '/why-failing');
     const healthy = await register(app, '/why-healthy');
 
-    const page = await open(app, '/portal/');
+    const page = await open(await tokenFor(app), '/portal/');
     await until('two rows', async () => (await rowsOf(page, 'Endpoints').count()) === 2);
     const row = rowsOf(page, 'Endpoints').filter({ hasText: webhook.url });
     const badge = row.locator('td[data-label="State"] .badge');
@@ -237,7 +199,7 @@ describe('the portal says why', () => {
   });
 
   it('the demo application (scripts/seed.sql) shows its disabled endpoint as disabled by hand', async () => {
-    const page = await open('demo-app-1', '/portal/');
+    const page = await open(await tokenFor('demo-app-1'), '/portal/');
     const row = rowsOf(page, 'Endpoints').filter({ hasText: 'https://demo-app-1.example/hooks/burns' });
     await row.waitFor();
     expect(await row.locator('td[data-label="State"]').textContent()).toMatch(/^DisabledDisabled by hand on .+\.$/);
@@ -248,7 +210,10 @@ describe('the portal says why', () => {
     const hook = await register(app, '/why-enable-first');
     const sent = await api<{ delivery_id: number }>(app, 'POST', `${PATH}/test`, { webhook_id: hook.webhook_id });
     await receiver.waitFor('/why-enable-first', 1);
-    const page = await open(app, `/portal/endpoints/${hook.webhook_id}/deliveries/${sent.value.delivery_id}`);
+    const page = await open(
+      await tokenFor(app),
+      `/portal/endpoints/${hook.webhook_id}/deliveries/${sent.value.delivery_id}`,
+    );
     await page.getByRole('table', { name: 'Attempts' }).waitFor();
     // Disabled elsewhere while the page is open: Resend is refused, and the page says what to do.
     expect((await api(app, 'PUT', PATH, { webhook_id: hook.webhook_id, is_enabled: false })).status).toBe(200);
@@ -265,7 +230,7 @@ describe('the portal says why', () => {
     // Three 500s, then a success: one delivery, four attempts.
     receiver.answer('/why-retry', (n) => ({ status: n <= 3 ? 500 : 204 }));
     const retry = await register(app, '/why-retry');
-    const page = await open(app, `/portal/endpoints/${retry.webhook_id}`);
+    const page = await open(await tokenFor(app), `/portal/endpoints/${retry.webhook_id}`);
     await health(page).getByText('Last 24 hours: 0 succeeded, 0 failed; no attempts').waitFor();
     await button(page, 'Send test event').click();
     await receiver.waitFor('/why-retry', 4, 20_000);
@@ -287,7 +252,7 @@ describe('the portal says why', () => {
 
     // Connection failures only (nothing listens there): never 100 %, and the chart is not empty.
     const down = await register(app, `http://127.0.0.1:${README_RECEIVER_PORT}/why-down`);
-    const other = await open(app, `/portal/endpoints/${down.webhook_id}`);
+    const other = await open(await tokenFor(app), `/portal/endpoints/${down.webhook_id}`);
     await button(other, 'Send test event').click();
     const text = await until(
       'four failed attempts',
@@ -326,7 +291,7 @@ describe('the portal says why', () => {
       return s.value.last_24h.attempts === 11 && s.value.last_24h.succeeded === 4 ? s.value : undefined;
     });
     expect(stats.last_24h).toMatchObject({ succeeded: 4, failed: 0, attempts: 11, failed_attempts: 7 });
-    const page = await open(app, `/portal/endpoints/${hook.webhook_id}`);
+    const page = await open(await tokenFor(app), `/portal/endpoints/${hook.webhook_id}`);
     await health(page)
       .getByText('Last 24 hours: 4 succeeded, 0 failed; 11 attempts, 7 failed (36.4% succeeded)', { exact: true })
       .waitFor();
@@ -338,7 +303,10 @@ describe('the portal says why', () => {
     const hook = await register(app, '/why-request');
     const sent = await api<{ delivery_id: number }>(app, 'POST', `${PATH}/test`, { webhook_id: hook.webhook_id });
     const [arrived] = await receiver.waitFor('/why-request', 1);
-    const page = await open(app, `/portal/endpoints/${hook.webhook_id}/deliveries/${sent.value.delivery_id}`);
+    const page = await open(
+      await tokenFor(app),
+      `/portal/endpoints/${hook.webhook_id}/deliveries/${sent.value.delivery_id}`,
+    );
     await until('its attempt', async () => (await rowsOf(page, 'Attempts').count()) === 1);
     const request = page.getByRole('region', { name: 'Request' });
     // The body exactly as the receiver got it.
@@ -363,7 +331,7 @@ describe('the portal says why', () => {
   it('a deletion says so on the list it goes to', async () => {
     const app = appOf('delete');
     const hook = await register(app, '/why-delete');
-    const page = await open(app, `/portal/endpoints/${hook.webhook_id}`);
+    const page = await open(await tokenFor(app), `/portal/endpoints/${hook.webhook_id}`);
     await button(page, 'Delete').click();
     await page.getByRole('dialog', { name: 'Delete this endpoint?' }).getByRole('button', { name: 'Delete' }).click();
     await page.getByRole('heading', { level: 1, name: 'Endpoints' }).waitFor();
@@ -384,12 +352,7 @@ describe('the portal says why', () => {
     const hook = await register(app, '/why-expired');
     const sent = await api<{ delivery_id: number }>(app, 'POST', `${PATH}/test`, { webhook_id: hook.webhook_id });
     await receiver.waitFor('/why-expired', 1);
-    const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
-    context.setDefaultTimeout(10_000);
-    const page = await context.newPage();
-    const errors: string[] = [];
-    page.on('pageerror', (e) => errors.push(e.message));
-    contexts.push({ context, errors });
+    const { page } = await newPage();
     // The service refuses the token, as it does once the link has expired; its replies come in
     // one by one, the first refusal before the others.
     let n = 0;
@@ -429,7 +392,7 @@ describe('the portal says why', () => {
       expect(box!.x + box!.width).toBeLessThanOrEqual(390);
       expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(390);
     };
-    const page = await open(app, '/portal/', { width: 390, height: 844 });
+    const page = await open(await tokenFor(app), '/portal/', { width: 390, height: 844 });
     await until('the row', async () => (await rowsOf(page, 'Endpoints').count()) === 1);
     await inView(page, 'td[data-label="State"] .badge');
     expect(await page.locator('td[data-label="State"]').first().textContent()).toBe('Enabled');
@@ -447,7 +410,10 @@ describe('the portal says why', () => {
   it("at 390 x 844 a failing endpoint's page shows its state, the warning and the actions on the first screen", async () => {
     const app = appOf('fold');
     const { webhook } = await failingWebhook(app, '/why-fold');
-    const page = await open(app, `/portal/endpoints/${webhook.webhook_id}`, { width: 390, height: 844 });
+    const page = await open(await tokenFor(app), `/portal/endpoints/${webhook.webhook_id}`, {
+      width: 390,
+      height: 844,
+    });
     await warned(page, 'Last result')
       .getByText(/^HTTP 503 at /)
       .waitFor();

@@ -12,31 +12,28 @@ import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { gzipSync } from 'node:zlib';
 import { SignJWT } from 'jose';
-import type { Browser, BrowserContext, Page } from 'playwright-core';
-import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
-import { launchBrowser } from './browser';
+import type { Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { api, button, type Opened, portalBrowser, rowsOf, type Size, TOKEN_KEY } from './browser';
 import { PATH, tokenFor } from './client';
 import { type Receiver, startReceiver, until } from './receiver';
 
 const base = inject('baseUrl');
-const TOKEN_KEY = 'nft-webhook-portal.token';
 const HOSTILE = '<script>window.__pwned=1</script><img src=x onerror="window.__pwned=1">';
 
-let browser: Browser;
+const { newPage } = portalBrowser();
 let receiver: Receiver;
 beforeAll(async () => {
-  [browser, receiver] = await Promise.all([launchBrowser(), startReceiver(inject('portalReceiverPort'))]);
-}, 120_000);
+  receiver = await startReceiver(inject('portalReceiverPort'));
+});
 afterAll(async () => {
-  await browser?.close();
   await receiver?.close();
 });
 
-/** What each page of the test requested, to check after it. */
-const opened: { context: BrowserContext; requests: { url: string; authorization?: string }[]; token: string }[] = [];
-afterEach(async () => {
-  for (const { context, requests, token } of opened.splice(0)) {
-    await context.close();
+/** The check, after the test, of what a page with `token`'s link requested. */
+const requestsOf =
+  (token: string) =>
+  ({ requests }: Opened) => {
     const origin = new URL(base).origin;
     // Nothing leaves this origin: no CDN, font, analytics.
     expect(requests.filter((r) => new URL(r.url).origin !== origin).map((r) => r.url)).toEqual([]);
@@ -48,38 +45,20 @@ afterEach(async () => {
         expect(r.authorization).toBe(`Bearer ${token}`);
       }
     }
-  }
-});
+  };
 
 const appOf = (name: string) => `portal-${name}-${randomBytes(3).toString('hex')}`;
 
 /** Opens the portal's link for `token` (at `path`) in a fresh browser context (its own sessionStorage). */
-async function open(token: string, { path = '/portal/', width = 1280, height = 800 } = {}) {
-  const context = await browser.newContext({ viewport: { width, height } });
-  await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: new URL(base).origin });
-  context.setDefaultTimeout(10_000);
-  const page = await context.newPage();
-  const requests: { url: string; authorization?: string }[] = [];
-  page.on('request', (r) => requests.push({ url: r.url(), authorization: r.headers().authorization }));
-  const errors: string[] = [];
-  page.on('pageerror', (e) => errors.push(e.message));
-  opened.push({ context, requests, token });
+async function open(token: string, { path = '/portal/', ...size }: { path?: string } & Size = {}) {
+  const { page, requests, errors } = await newPage({
+    ...size,
+    prepare: (context) =>
+      context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: new URL(base).origin }),
+    check: requestsOf(token),
+  });
   const response = await page.goto(`${base}${path}#token=${token}`);
   return { page, response, requests, errors };
-}
-
-/** Calls the API as `appId` (setting up what a journey starts from); the envelope's value. */
-async function api<T = unknown>(appId: string, method: string, path: string, body?: unknown, scope?: string) {
-  const res = await fetch(`${base}${path}`, {
-    method,
-    headers: {
-      authorization: `Bearer ${await tokenFor(appId, scope)}`,
-      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
-    },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await res.text();
-  return { status: res.status, value: (JSON.parse(text) as { value?: T }).value as T, text };
 }
 
 async function register(appId: string, path: string, extra: Record<string, unknown> = {}) {
@@ -90,9 +69,6 @@ async function register(appId: string, path: string, extra: Record<string, unkno
   expect(res.status, res.text).toBe(201);
   return res.value;
 }
-
-const rowsOf = (page: Page, table: string) => page.getByRole('table', { name: table }).locator('tbody tr');
-const button = (page: Page, name: string) => page.getByRole('button', { name, exact: true });
 
 /** Opens the endpoint's page from the Endpoints table. */
 async function openEndpoint(page: Page, url: string) {
@@ -623,11 +599,9 @@ describe('the portal in a browser', () => {
     expect(await page.getByText(/open the portal again to get a new link/).count()).toBe(1);
     expect(page.url()).toBe(`${base}/portal/`);
 
-    const context = await browser.newContext();
-    const bare = await context.newPage();
+    const { page: bare } = await newPage();
     await bare.goto(`${base}/portal/`);
     await bare.getByRole('heading', { level: 1, name: 'This page needs a link' }).waitFor();
-    await context.close();
   });
 
   it('keeps int64 ids exact: 2^53 + 1 from the API is linked and sent back as 9007199254740993', async () => {
@@ -635,9 +609,7 @@ describe('the portal in a browser', () => {
     const token = await tokenFor(app);
     const big = '9007199254740993';
     let webhook = `{"webhook_id":${big},"url":"https://example.com/big","is_enabled":true,"event_types":null,"created_at":"2026-01-01T00:00:00.000Z","updated_at":"2026-01-01T00:00:00.000Z"}`;
-    const context = await browser.newContext();
-    const page = await context.newPage();
-    opened.push({ context, requests: [], token });
+    const { page } = await newPage({ check: requestsOf(token) });
     let sent = '';
     // The service's replies for this id, as it writes them (exact JSON integers).
     await page.route(`${base}/v1.0/app/nft/**`, async (route) => {

@@ -16,23 +16,15 @@ import {
   utimesSync,
   writeFileSync,
 } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Webhook } from 'standardwebhooks';
 import { afterEach, describe, expect, inject, it } from 'vitest';
 import { until } from './receiver';
+import { freePort } from './wrangler-dev';
 
 const root = new URL('../..', import.meta.url).pathname;
 const newSecret = () => `whsec_${randomBytes(24).toString('base64')}`;
-const freePort = () =>
-  new Promise<number>((resolve) => {
-    const probe = createServer();
-    probe.listen(0, '127.0.0.1', () => {
-      const { port } = probe.address() as { port: number };
-      probe.close(() => resolve(port));
-    });
-  });
 
 let receiver: ChildProcess | undefined;
 afterEach(() => {
