@@ -3,11 +3,11 @@
 // entered once and shown as set; the list and the page name the destination; editing keeps the
 // credential when left empty. What the page shows is checked against the API.
 import { randomBytes } from 'node:crypto';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, inject, it } from 'vitest';
 import { api, button, fact, portalBrowser, rowsOf } from './browser';
 import { PATH, tokenFor } from './client';
 
-const { open } = portalBrowser();
+const { newPage, open } = portalBrowser();
 
 const QUEUE_URL = 'https://sqs.eu-west-1.amazonaws.com/123456789012/portal-queue';
 
@@ -59,4 +59,61 @@ describe('the portal’s destination picker', () => {
     const after = await api<Hook>(app, 'GET', `${PATH}?webhook_id=${hook.webhook_id}`);
     expect(after.value.destination).toEqual(hook.destination);
   });
+
+  it.each([
+    [
+      'forbidden',
+      'the destination refused its credentials (access denied)',
+      'Give it credentials with permission to send',
+    ],
+    [
+      'not_found',
+      'the destination does not exist (its queue, bus or topic was not found)',
+      'Point it at one that exists',
+    ],
+  ])(
+    'says why the service disabled a destination its API refused (%s), on the page and in the list, and what to do',
+    async (reason, why, todo) => {
+      const app = `portal-refused-${randomBytes(3).toString('hex')}`;
+      const { value: hook } = await api<Hook>(app, 'POST', PATH, {
+        destination: {
+          type: 'aws_sqs',
+          queue_url: QUEUE_URL,
+          access_key_id: 'AKIAIOSFODNN7EXAMPLE',
+          secret_access_key: 'k',
+        },
+      });
+      const disabledAt = '2026-11-27T08:00:00.000Z';
+      // The service's own replies, as they are once it has disabled the webhook for this reason.
+      const disabled = (text: string) =>
+        text.replace(
+          /"is_enabled":true(.*?)"disabled_reason":null,"disabled_at":null,"failing_since":null/g,
+          `"is_enabled":false$1"disabled_reason":"${reason}","disabled_at":"${disabledAt}","failing_since":"2026-11-20T08:00:00.000Z"`,
+        );
+      const { page } = await newPage({
+        prepare: (context) =>
+          // Every read of the webhooks (the endpoint, the list), whatever its query.
+          context.route(
+            (url) => url.pathname === PATH,
+            async (route) => {
+              if (route.request().method() !== 'GET') return route.continue();
+              const reply = await route.fetch();
+              return route.fulfill({ response: reply, body: disabled(await reply.text()) });
+            },
+          ),
+      });
+      await page.goto(`${inject('baseUrl')}/portal/endpoints/${hook.webhook_id}#token=${await tokenFor(app)}`);
+      const state = fact(page, 'State');
+      await state.getByText('Disabled', { exact: true }).waitFor();
+      expect(await state.textContent()).toContain(`The service disabled it on `);
+      expect(await state.textContent()).toContain(why);
+      expect(await state.textContent()).toContain(todo);
+      expect(await state.locator('time').getAttribute('datetime')).toBe(disabledAt);
+
+      await page.getByRole('link', { name: 'All endpoints' }).click();
+      const cell = rowsOf(page, 'Endpoints').first().locator('td[data-label="State"]');
+      await cell.getByText(why, { exact: false }).waitFor();
+      expect(await cell.textContent()).toMatch(/^DisabledThe service disabled it on /);
+    },
+  );
 });
