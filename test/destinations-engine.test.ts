@@ -4,6 +4,7 @@
 // and never a credential or token; an HTTP webhook's custom headers go with every kind of
 // delivery; an application's erasure leaves no sealed credential in D1.
 import { env } from 'cloudflare:test';
+import { decodeJwt } from 'jose';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { MASKED } from '../src/core/destinations';
 import { KEPT_BODY_BYTES } from '../src/deliveries/attempt';
@@ -488,13 +489,26 @@ describe('the delivery log of API destinations', () => {
     const queue = await register(app, { destination: kinds.cloudflare_queue });
     const pubsub = await register(app, { destination: kinds.gcp_pubsub });
     const sqs = await register(app, { destination: kinds.aws_sqs });
+    // A key whose token grant is refused, by a token endpoint that quotes the grant's assertion.
+    const ungranted = 'ungranted@project-one.iam.gserviceaccount.com';
+    const refused = await register(app, {
+      destination: {
+        ...kinds.gcp_pubsub,
+        topic: `${kinds.gcp_pubsub.topic}-2`,
+        service_account_key: { ...SA_KEY, client_email: ungranted },
+      },
+    });
+    const assertionOf = (req: Received) => new URLSearchParams(req.body).get('assertion') as string;
     // A gateway in front of each API that answers with what it received (its headers first), as a
     // debugging proxy or the operator's stand-in may: the first time whole, the second time with
     // the bearer token astride the kept 1 KiB.
     const echoed = new Set<string>();
     const { requests } = apis(app, (req) => {
       const host = new URL(req.url).host;
-      if (host === 'oauth2.googleapis.com') return undefined;
+      if (host === 'oauth2.googleapis.com')
+        return decodeJwt(assertionOf(req)).iss === ungranted
+          ? Response.json({ error: 'invalid_grant', received: req.body }, { status: 400 })
+          : undefined;
       const echo = JSON.stringify({ received: req.headers, body: req.body });
       const before = echo.indexOf('Bearer ') + 'Bearer '.length;
       const padding = echoed.has(host) ? 'x'.repeat(KEPT_BODY_BYTES - before - 8) : '';
@@ -502,7 +516,7 @@ describe('the delivery log of API destinations', () => {
       return new Response(`${padding}${echo}`, { status: 502 });
     });
     const { eventId } = await publishEvent(app);
-    const hooks = [queue, pubsub, sqs];
+    const hooks = [queue, pubsub, sqs, refused];
     await deliverDue(...hooks.map((h) => h.id));
     for (const hook of hooks) {
       const [id] = (await deliveriesOfEvent(hook.id, eventId)) as [string];
@@ -510,7 +524,21 @@ describe('the delivery log of API destinations', () => {
     }
     await deliverDue(...hooks.map((h) => h.id));
     for (const host of [QUEUE_HOST, PUBSUB_HOST, SQS_HOST]) expect(at(requests, host)).toHaveLength(2);
-    for (const hook of hooks) {
+    const grants = at(requests, 'oauth2.googleapis.com').map(assertionOf);
+    const quoted = grants.filter((a) => decodeJwt(a).iss === ungranted);
+    expect(quoted).toHaveLength(2);
+    const [id] = (await deliveriesOfEvent(refused.id, eventId)) as [string];
+    const { value: grantLog } = await logOf(app, id);
+    expect(grantLog.attempt_log).toMatchObject([
+      {
+        attempt: 1,
+        status: 400,
+        error: null,
+        body: `{"error":"invalid_grant","received":"grant_type=urn%3Aietf%3Aparams%3Aoauth%3Agrant-type%3Ajwt-bearer&assertion=${MASKED}"}`,
+      },
+      { attempt: 2, status: 400, error: null },
+    ]);
+    for (const hook of hooks.slice(0, 3)) {
       const [id] = (await deliveriesOfEvent(hook.id, eventId)) as [string];
       const { value } = await logOf(app, id);
       expect(value.attempt_log).toMatchObject([
@@ -522,7 +550,7 @@ describe('the delivery log of API destinations', () => {
       expect(value.attempt_log[0]!.body).toContain('"authorization":"');
     }
     const logged = await everythingLogged(app, hooks, [eventId]);
-    for (const secret of SECRETS) expect(logged).not.toContain(secret);
+    for (const secret of [...SECRETS, ...quoted]) expect(logged).not.toContain(secret);
     // Not even the part of a token that the kept 1 KiB would have cut.
     for (const token of [CF_TOKEN, GOOGLE_TOKEN]) expect(logged).not.toContain(token.slice(0, 6));
     // Where it was, the mask sensitive headers are shown with.
