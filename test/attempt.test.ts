@@ -22,6 +22,21 @@ describe('keptText', () => {
   it('keeps a short body whole', () => {
     expect(keptText(new TextEncoder().encode('thanks 🎉'))).toBe('thanks 🎉');
   });
+
+  it('masks every secret that starts in the kept part, whole where the kept part ends inside it', () => {
+    const secret = 'tok_0123456789abcdef';
+    const encode = (text: string) => new TextEncoder().encode(text);
+    expect(keptText(encode(`{"a":"${secret}","b":"${secret}x"}`), [secret])).toBe('{"a":"••••","b":"••••x"}');
+    // Astride the end: nothing of it kept, the mask cut to the 1 KiB instead.
+    const astride = keptText(encode(`${'x'.repeat(KEPT_BODY_BYTES - 4)}${secret}`), [secret]);
+    expect(astride).toBe(`${'x'.repeat(KEPT_BODY_BYTES - 4)}•`);
+    expect(bytesOf(astride)).toBeLessThanOrEqual(KEPT_BODY_BYTES);
+    // Past the end: cut as without secrets.
+    const past = `${'x'.repeat(KEPT_BODY_BYTES)}${secret}`;
+    expect(keptText(encode(past), [secret])).toBe(keptText(encode(past)));
+    // The longer of two secrets that start alike, and none that is empty.
+    expect(keptText(encode(`${secret}99 tok`), [secret, `${secret}99`, ''])).toBe('•••• tok');
+  });
 });
 
 describe('retryAfterSeconds', () => {

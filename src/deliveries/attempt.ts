@@ -1,4 +1,5 @@
 // One attempt: POST of the event's exact bytes to the webhook's URL, signed, within the timeout.
+import { MASKED } from '../core/destinations';
 import type { DisabledCause } from '../webhooks/store/health';
 
 /**
@@ -43,6 +44,8 @@ export interface AttemptRequest {
   /** webhook-id, webhook-timestamp, webhook-signature. */
   headers: Record<string, string>;
   timeoutMs: number;
+  /** Credentials and tokens the request carries: a reply that quotes one is kept with it masked. */
+  secrets?: readonly string[];
 }
 
 /** Retry-After as seconds: delta-seconds or an HTTP date; null when absent or unreadable. */
@@ -56,15 +59,8 @@ export function retryAfterSeconds(value: string | null, now = Date.now()): numbe
   return Number.isNaN(date) ? null : Math.max(0, Math.ceil((date - now) / 1000));
 }
 
-/**
- * The kept part of a body as text: its first KEPT_BODY_BYTES bytes as UTF-8 (a character cut in
- * two at the end dropped, invalid bytes replaced), then cut to at most KEPT_BODY_BYTES bytes
- * (a replacement character takes three) without splitting a character.
- */
-export function keptText(bytes: Uint8Array): string {
-  const text = new TextDecoder('utf-8', { fatal: false, ignoreBOM: false }).decode(bytes.subarray(0, KEPT_BODY_BYTES), {
-    stream: true,
-  });
+/** The length of the start of `text` that is at most KEPT_BODY_BYTES bytes of UTF-8, without splitting a character. */
+function keptLength(text: string): number {
   let size = 0;
   let end = 0;
   for (const ch of text) {
@@ -73,24 +69,65 @@ export function keptText(bytes: Uint8Array): string {
     if (size > KEPT_BODY_BYTES) break;
     end += ch.length;
   }
-  return text.slice(0, end);
+  return end;
+}
+
+/** Bytes read beyond the kept part, so that a secret that starts in it is seen whole. */
+const beyondKept = (secrets: readonly string[]) => Math.max(0, ...secrets.map((s) => s.length * 3));
+
+/**
+ * The first `end` characters of `text` with every secret that starts among them masked (whole,
+ * though it runs past `end`): no part of one is ever kept.
+ */
+function masked(text: string, end: number, secrets: readonly string[]): string {
+  // The longest first, should one secret start another.
+  const present = secrets.filter((s) => s.length > 0 && text.includes(s)).sort((a, b) => b.length - a.length);
+  if (present.length === 0) return text.slice(0, end);
+  let out = '';
+  let i = 0;
+  while (i < end) {
+    const secret = present.find((s) => text.startsWith(s, i));
+    if (secret === undefined) {
+      out += text[i];
+      i++;
+    } else {
+      out += MASKED;
+      i += secret.length;
+    }
+  }
+  return out;
 }
 
 /**
- * Reads at most KEPT_BODY_BYTES of a body, then cancels the rest. Whatever ends the read (the kept
- * part full, the end, the timeout's abort, an error), the body is cancelled: no reply is ever left
- * half read, holding its connection.
+ * The kept part of a body as text: its first KEPT_BODY_BYTES bytes as UTF-8 (a character cut in
+ * two at the end dropped, invalid bytes replaced), then cut to at most KEPT_BODY_BYTES bytes
+ * (a replacement character takes three) without splitting a character. Any of `secrets` that
+ * starts in it is masked: the record of a reply that quotes the request keeps no credential.
  */
-async function readKept(body: ReadableStream<Uint8Array> | null): Promise<Uint8Array> {
+export function keptText(bytes: Uint8Array, secrets: readonly string[] = []): string {
+  const text = new TextDecoder('utf-8', { fatal: false, ignoreBOM: false }).decode(
+    bytes.subarray(0, KEPT_BODY_BYTES + beyondKept(secrets)),
+    { stream: true },
+  );
+  const kept = masked(text, keptLength(text), secrets);
+  return kept.slice(0, keptLength(kept));
+}
+
+/**
+ * Reads at most `limit` bytes of a body (the kept part, and what a secret starting in it needs),
+ * then cancels the rest. Whatever ends the read (the limit reached, the end, the timeout's abort,
+ * an error), the body is cancelled: no reply is ever left half read, holding its connection.
+ */
+async function readKept(body: ReadableStream<Uint8Array> | null, limit: number): Promise<Uint8Array> {
   if (body === null) return new Uint8Array();
   const reader = body.getReader();
-  const kept = new Uint8Array(KEPT_BODY_BYTES);
+  const kept = new Uint8Array(limit);
   let size = 0;
   try {
-    while (size < KEPT_BODY_BYTES) {
+    while (size < limit) {
       const { done, value } = await reader.read();
       if (done) return kept.subarray(0, size);
-      const take = Math.min(value.byteLength, KEPT_BODY_BYTES - size);
+      const take = Math.min(value.byteLength, limit - size);
       kept.set(value.subarray(0, take), size);
       size += take;
     }
@@ -113,6 +150,7 @@ function errorKind(err: unknown, timedOut: boolean): AttemptError {
  */
 export async function attempt(request: AttemptRequest, fetcher: typeof fetch = fetch): Promise<AttemptResult> {
   const started = Date.now();
+  const secrets = request.secrets ?? [];
   const controller = new AbortController();
   let timedOut = false;
   let timer: ReturnType<typeof setTimeout> | null = null;
@@ -133,14 +171,14 @@ export async function attempt(request: AttemptRequest, fetcher: typeof fetch = f
         signal: controller.signal,
       });
       // Should the timeout have won meanwhile, the read fails on the abort and cancels the reply.
-      const kept = await readKept(res.body);
+      const kept = await readKept(res.body, KEPT_BODY_BYTES + beyondKept(secrets));
       return { res, kept };
     };
     const { res, kept } = await Promise.race([run(), deadline]);
     return {
       status: res.status,
       error: null,
-      body: keptText(kept),
+      body: keptText(kept, secrets),
       retryAfter: RETRY_AFTER_STATUSES.has(res.status) ? retryAfterSeconds(res.headers.get('retry-after')) : null,
       durationMs: Date.now() - started,
     };

@@ -91,10 +91,13 @@ async function openDestination(
     destination === null ? { type: 'http' as const } : (JSON.parse(destination) as DestinationFields);
   const stored =
     headers === null ? null : (JSON.parse(headers) as { values: Record<string, string>; sealed: string | null });
+  const credentials = await openedOf(keys, sealed);
+  const sensitive = stored === null ? {} : await openedOf(keys, stored.sealed);
   return {
     fields: fields as DestinationFields,
-    credentials: await openedOf(keys, sealed),
-    headers: stored === null ? {} : { ...stored.values, ...(await openedOf(keys, stored.sealed)) },
+    credentials,
+    headers: stored === null ? {} : { ...stored.values, ...sensitive },
+    secrets: [...Object.values(credentials), ...Object.values(sensitive)],
   };
 }
 

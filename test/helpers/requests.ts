@@ -89,10 +89,14 @@ export const eventRequest = (body: unknown, headers: Record<string, string>) =>
     body: typeof body === 'string' ? body : JSON.stringify(body),
   });
 
-/** A webhook registered through the API (at `https://<app>.example.com/hook` unless `body` says): its id and secret. */
+/**
+ * A webhook registered through the API (at `https://<app>.example.com/hook` unless `body` says, or
+ * gives a `destination`, which has no URL): its id and secret.
+ */
 export async function registerWebhook(app: string, body: Record<string, unknown> = {}) {
+  const sent = body.destination === undefined ? { url: `https://${app}.example.com/hook`, ...body } : body;
   const { value } = await expectValue<{ webhook_id: number; secret: string }>(
-    await post({ url: `https://${app}.example.com/hook`, ...body }, bearer(await tokenFor(app))),
+    await post(sent, bearer(await tokenFor(app))),
     201,
   );
   return { id: String(value.webhook_id), secret: value.secret };

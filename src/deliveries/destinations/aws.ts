@@ -30,7 +30,13 @@ async function signedAttempt(
   if (signingKeys.size > SIGNING_KEYS_MAX) signingKeys.clear();
   const signed = await client.sign(url, { method: 'POST', headers, body });
   return attempt(
-    { url: signed.url, body: encoder.encode(body), headers: Object.fromEntries(signed.headers), timeoutMs },
+    {
+      url: signed.url,
+      body: encoder.encode(body),
+      headers: Object.fromEntries(signed.headers),
+      timeoutMs,
+      secrets: destination.secrets,
+    },
     fetcher,
   );
 }

@@ -15,7 +15,7 @@ export const cloudflareQueueProvider: Provider = {
     );
     const body = encoder.encode(`{"body":${payloadWithId(message)},"content_type":"json"}`);
     const headers = { authorization: `Bearer ${destination.credentials.api_token}` };
-    const result = await attempt({ url, body, headers, timeoutMs }, fetcher);
+    const result = await attempt({ url, body, headers, timeoutMs, secrets: destination.secrets }, fetcher);
     if (result.error !== null || result.status !== 200) return result;
     return replyJson(result)?.success === true ? result : rejected(result);
   },

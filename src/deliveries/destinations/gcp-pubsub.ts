@@ -104,8 +104,9 @@ async function newToken(keyText: string, { fetcher, timeoutMs, bases }: SendOpti
     }
   })();
   if (!res.ok || typeof reply.access_token !== 'string') {
-    // The token endpoint's own error (never a token: a refusal carries none).
-    const body = typeof reply.access_token === 'string' ? null : keptText(encoder.encode(text));
+    // The token endpoint's own error (never a token: a refusal carries none; nor the assertion,
+    // which buys one until it expires, should the reply quote the request).
+    const body = typeof reply.access_token === 'string' ? null : keptText(encoder.encode(text), [assertion]);
     throw new TokenRefused({
       status: res.ok ? 502 : res.status,
       error: null,
@@ -135,7 +136,14 @@ export const pubSubProvider: Provider = {
     const url = rebased(`https://pubsub.googleapis.com/v1/${topic}:publish`, 'gcp_pubsub', options.bases);
     const body = encoder.encode(JSON.stringify({ messages: [published] }));
     const result = await attempt(
-      { url, body, headers: { authorization: `Bearer ${token}` }, timeoutMs: options.timeoutMs },
+      {
+        url,
+        body,
+        headers: { authorization: `Bearer ${token}` },
+        timeoutMs: options.timeoutMs,
+        // What it carries: the token (the key itself never leaves, only the assertion for the token).
+        secrets: [token],
+      },
       options.fetcher,
     );
     // A token revoked before its time: asked for again on the next attempt.

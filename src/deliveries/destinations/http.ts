@@ -5,5 +5,14 @@ import type { Provider } from './provider';
 /** `url`: the webhook's URL, already checked against the URL rules by the pass. */
 export const httpProvider = (url: string): Provider => ({
   send: (destination, message, { fetcher, timeoutMs }) =>
-    attempt({ url, body: message.body, headers: { ...destination.headers, ...message.signature }, timeoutMs }, fetcher),
+    attempt(
+      {
+        url,
+        body: message.body,
+        headers: { ...destination.headers, ...message.signature },
+        timeoutMs,
+        secrets: destination.secrets,
+      },
+      fetcher,
+    ),
 });

@@ -33,6 +33,8 @@ export interface OpenDestination {
   credentials: Record<string, string>;
   /** Its custom headers (HTTP), sensitive ones opened. */
   headers: Record<string, string>;
+  /** What was opened (credentials, sensitive headers' values): masked in any reply that quotes it. */
+  secrets: string[];
 }
 
 export interface Provider {
