@@ -1,13 +1,23 @@
 // The portal's destination picker, in a real browser (the vitest project `browser`, as
 // test/http/portal.test.ts): an endpoint added as an SQS queue with its fields, its credential
 // entered once and shown as set; the list and the page name the destination; editing keeps the
-// credential when left empty. What the page shows is checked against the API.
+// credential when left empty; a destination its API refused says why; custom headers, one
+// sensitive, masked, kept on edit and sent. What the page shows is checked against the API.
 import { randomBytes } from 'node:crypto';
-import { describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { api, button, fact, portalBrowser, rowsOf } from './browser';
 import { PATH, tokenFor } from './client';
+import { type Receiver, startReceiver } from './receiver';
 
 const { newPage, open } = portalBrowser();
+
+let receiver: Receiver;
+beforeAll(async () => {
+  receiver = await startReceiver(inject('destinationsReceiverPort'));
+});
+afterAll(async () => {
+  await receiver?.close();
+});
 
 const QUEUE_URL = 'https://sqs.eu-west-1.amazonaws.com/123456789012/portal-queue';
 
@@ -116,4 +126,43 @@ describe('the portal’s destination picker', () => {
       expect(await cell.textContent()).toMatch(/^DisabledThe service disabled it on /);
     },
   );
+
+  it('adds an HTTP endpoint with custom headers, one sensitive: masked in the API and on the page, kept on edit, sent with a test event', async () => {
+    const app = `portal-headers-${randomBytes(3).toString('hex')}`;
+    const page = await open(await tokenFor(app));
+    await button(page, 'Add endpoint').click();
+    await page.getByRole('textbox', { name: 'Endpoint URL' }).fill(receiver.url('/custom-headers'));
+    await page.getByLabel('Custom headers').fill('X-Team: nft-indexer\nAuthorization: Bearer portal-s3cr3t');
+    await page.getByLabel('Sensitive headers').fill('Authorization');
+    await button(page, 'Create').click();
+    await page.getByRole('status').getByText('Endpoint created').waitFor();
+
+    const { value } = await api<{ webhooks: (Hook & { headers: Record<string, string> })[] }>(app, 'GET', PATH);
+    const [hook] = value.webhooks;
+    expect(hook?.headers).toEqual({ 'X-Team': 'nft-indexer', Authorization: '••••' });
+
+    await rowsOf(page, 'Endpoints').first().getByRole('link').first().click();
+    const shown = fact(page, 'Custom headers');
+    await shown.waitFor();
+    expect(await shown.textContent()).toBe('X-Team: nft-indexerAuthorization: ••••');
+    expect(await page.locator('main').textContent()).not.toContain('portal-s3cr3t');
+
+    // Edited without touching the headers: the sensitive value is kept, sealed.
+    await button(page, 'Edit').click();
+    await page.getByRole('textbox', { name: 'Description' }).fill('indexer');
+    await button(page, 'Save').click();
+    await page.getByText('Saved.').waitFor();
+    const after = await api<{ headers: Record<string, string>; description: string }>(
+      app,
+      'GET',
+      `${PATH}?webhook_id=${hook?.webhook_id}`,
+    );
+    expect(after.value).toMatchObject({ description: 'indexer', headers: hook?.headers });
+
+    // Sent with the request, the sensitive one opened.
+    await button(page, 'Send test event').click();
+    const [request] = await receiver.waitFor('/custom-headers', 1);
+    expect(request?.headers['x-team']).toBe('nft-indexer');
+    expect(request?.headers.authorization).toBe('Bearer portal-s3cr3t');
+  });
 });

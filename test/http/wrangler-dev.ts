@@ -29,6 +29,8 @@ declare module 'vitest' {
     portalReceiverPort: number;
     /** A third, for the browser tests of live deliveries. */
     liveReceiverPort: number;
+    /** A fourth, for the browser tests of destinations and custom headers. */
+    destinationsReceiverPort: number;
   }
 }
 
@@ -281,7 +283,14 @@ export default async function setup(project: TestProject) {
   const receiverPort = await freePort();
   const portalReceiverPort = await freePort();
   const liveReceiverPort = await freePort();
-  const allowedOrigins = [receiverPort, portalReceiverPort, liveReceiverPort, README_RECEIVER_PORT]
+  const destinationsReceiverPort = await freePort();
+  const allowedOrigins = [
+    receiverPort,
+    portalReceiverPort,
+    liveReceiverPort,
+    destinationsReceiverPort,
+    README_RECEIVER_PORT,
+  ]
     .map((p) => `http://127.0.0.1:${p}`)
     .join(' ');
   // Every setting is given here, so a developer's .dev.vars cannot change the tests.
@@ -304,6 +313,7 @@ export default async function setup(project: TestProject) {
   project.provide('receiverPort', receiverPort);
   project.provide('portalReceiverPort', portalReceiverPort);
   project.provide('liveReceiverPort', liveReceiverPort);
+  project.provide('destinationsReceiverPort', destinationsReceiverPort);
   return teardown;
 }
 
