@@ -229,6 +229,65 @@ describe('delivering to each destination type', () => {
     expect(at(requests, 'sqs.eu-west-1.amazonaws.com')).toHaveLength(2);
   });
 
+  it.each([
+    [
+      'SQS’s ThrottlingException (a 400)',
+      'aws_sqs',
+      'sqs.eu-west-1.amazonaws.com',
+      () => Response.json({ __type: 'com.amazonaws.sqs#ThrottlingException' }, { status: 400 }),
+    ],
+    [
+      'Pub/Sub’s 429',
+      'gcp_pubsub',
+      'pubsub.googleapis.com',
+      () => Response.json({ error: { code: 429, status: 'RESOURCE_EXHAUSTED' } }, { status: 429 }),
+    ],
+    [
+      'an EventBridge entry throttled',
+      'aws_eventbridge',
+      'events.us-east-1.amazonaws.com',
+      () =>
+        Response.json({
+          FailedEntryCount: 1,
+          Entries: [{ ErrorCode: 'ThrottlingException', ErrorMessage: 'Rate exceeded' }],
+        }),
+    ],
+  ] as const)(
+    'does not count %s toward auto-disable: a webhook failing for days is not disabled by it, nor one starts failing',
+    async (_, type, host, reply) => {
+      const app = freshApp();
+      const kind = destinations(app)[type];
+      const failing = await register(app, { destination: kind });
+      // A second of the same type, at another queue, bus or topic: healthy.
+      const address = Object.entries(kind).find(([k]) => ['queue_url', 'event_bus', 'topic'].includes(k)) as [
+        string,
+        string,
+      ];
+      const healthy = await register(app, { destination: { ...kind, [address[0]]: `${address[1]}-2` } });
+      apis(app, (req) => (new URL(req.url).host === host ? reply() : undefined));
+      const since = hoursAgo(200);
+      await env.DB.prepare('UPDATE webhooks SET failing_since = ?2 WHERE webhook_id = CAST(?1 AS INTEGER)')
+        .bind(failing.id, since)
+        .run();
+      const { deliveryIds } = await publishEvent(app);
+      await deliverDue(failing.id, healthy.id);
+      for (const [i, hook] of [failing, healthy].entries())
+        expect(await storedDelivery(hook.id, deliveryIds[i] as string)).toMatchObject({
+          status: 'pending',
+          attempts: 1,
+        });
+      const { results } = await env.DB.prepare(
+        'SELECT is_enabled, failing_since FROM webhooks WHERE app_id = ?1 ORDER BY webhook_id',
+      )
+        .bind(app)
+        .all();
+      expect(results).toEqual([
+        { is_enabled: 1, failing_since: since },
+        { is_enabled: 1, failing_since: null },
+      ]);
+    },
+  );
+
   it('counts an EventBridge entry that failed as a failed attempt, with its ErrorCode recorded', async () => {
     const app = freshApp();
     const hook = await register(app, { destination: destinations(app).aws_eventbridge });

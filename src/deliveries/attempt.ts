@@ -30,6 +30,11 @@ export interface AttemptResult {
   durationMs: number;
   /** A destination API's refusal (never set for an HTTP endpoint, whose 403 or 404 is its own). */
   refused?: Refusal;
+  /**
+   * A destination API said it throttles (429, or its throttling error code): retried by the
+   * schedule like any failure, but not counted toward auto-disable. Never set for an HTTP endpoint.
+   */
+  throttled?: true;
 }
 
 /** Bytes of a reply body kept for the record; the rest is discarded. */

@@ -57,6 +57,8 @@ export function recordOf(dispatched: Dispatched[], config: DeliveryConfig, now: 
       body: result.body,
     });
     const ok = succeeded(result);
+    // A destination API that throttles is busy, not broken: retried, but no failure toward auto-disable.
+    if (!ok && result.throttled === true) continue;
     // One success in the pass clears the webhook's failure clock; otherwise its first failure starts it.
     if (ok) health.set(row.webhook_id, { webhook_id: row.webhook_id, ok: true, at: iso(at) });
     else if (!health.has(row.webhook_id))

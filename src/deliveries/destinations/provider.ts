@@ -95,3 +95,26 @@ export function refusalOf(result: AttemptResult): Refusal | undefined {
   const answer = [status, STATUS_TEXT[status], code === undefined ? undefined : `(${code})`];
   return { cause, answer: answer.filter((part) => part !== undefined).join(' ') };
 }
+
+/** The APIs' throttling codes: AWS's `__type` (after its `#`) or an EventBridge entry's `ErrorCode`. */
+const THROTTLING = new Set([
+  'ThrottlingException',
+  'Throttling',
+  'RequestThrottled',
+  'TooManyRequestsException',
+  'RequestLimitExceeded',
+  'KMS.ThrottlingException',
+]);
+
+/**
+ * Whether a failed attempt's API said it throttles: a 429 (Cloudflare's and Google's, as
+ * RESOURCE_EXHAUSTED), AWS's throttling error codes, or an EventBridge entry refused for throttling.
+ */
+export function throttledOf(result: AttemptResult): boolean {
+  if (result.status === 429) return true;
+  if (result.status === null || (result.status < 400 && result.error !== 'rejected')) return false;
+  const reply = replyJson(result);
+  const entry = Array.isArray(reply?.Entries) ? (reply.Entries[0] as Record<string, unknown> | undefined) : undefined;
+  const raw = reply?.__type ?? entry?.ErrorCode;
+  return typeof raw === 'string' && THROTTLING.has(raw.slice(raw.lastIndexOf('#') + 1));
+}
