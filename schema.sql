@@ -48,7 +48,7 @@ CREATE TABLE IF NOT EXISTS webhooks (
   -- Its custom headers: {"values", "sensitive", "sealed": the sensitive values, sealed}; NULL: none.
   headers TEXT CHECK (headers IS NULL OR json_valid(headers)),
   -- Which refusal of its destination's API disabled it, when the service disabled it for failing:
-  -- 'forbidden' (401 or 403) or 'not_found' (404), and the disabled_at of that disabling; shown as
+  -- 'forbidden' (403) or 'not_found' (404), and the disabled_at of that disabling; shown as
   -- its disabled_reason while disabled_at is still that one.
   disabled_cause TEXT CHECK (disabled_cause IS NULL OR disabled_cause IN ('forbidden', 'not_found')),
   disabled_cause_at TEXT

@@ -1,5 +1,5 @@
 -- Which refusal of a destination's API disabled a webhook the service disabled for failing:
--- disabled_cause 'forbidden' (it answered 401 or 403: its credentials or their permissions) or
+-- disabled_cause 'forbidden' (it answered 403: its credentials or their permissions) or
 -- 'not_found' (404: the queue, bus or topic does not exist), and disabled_cause_at the disabled_at
 -- of the disabling it explains. A reply shows the cause as the webhook's disabled_reason in place of
 -- 'failing' only while disabled_at is still that one. Columns of their own because

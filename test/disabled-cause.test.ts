@@ -76,9 +76,8 @@ describe('refusalOf: which API replies name why a destination fails for good', (
     retryAfter: null,
     durationMs: 1,
   });
-  it('names 401, 403, 404 and the APIs’ own codes for the same, and nothing else', () => {
+  it('names 403, 404 and the APIs’ own codes for the same, and nothing else (not a 401: an expired token)', () => {
     expect(refusalOf(result(403, { message: 'denied' }))).toEqual({ cause: 'forbidden', answer: '403 Forbidden' });
-    expect(refusalOf(result(401, null))).toEqual({ cause: 'forbidden', answer: '401 Unauthorized' });
     expect(refusalOf(result(404, { error: { status: 'NOT_FOUND' } }))).toEqual({
       cause: 'not_found',
       answer: '404 Not Found',
@@ -97,6 +96,7 @@ describe('refusalOf: which API replies name why a destination fails for good', (
     });
     // Retried failures, and codes that are no refusal (an object's own keys only).
     for (const [status, body] of [
+      [401, { error: { code: 401, status: 'UNAUTHENTICATED' } }],
       [429, { __type: 'ThrottlingException' }],
       [500, { __type: 'AccessDeniedException' }],
       [400, { __type: 'constructor' }],

@@ -77,6 +77,25 @@ function keptLength(text: string): number {
   return end;
 }
 
+/** A secret, or a form of one, shorter than this is not searched for: it would mask ordinary text. */
+const MASKED_MIN = 6;
+/** A space-separated part of a secret (the token after `Bearer`) shorter than this is not searched for. */
+const MASKED_PART_MIN = 8;
+
+/**
+ * Every form in which a reply may quote a secret the request carried: as sent, JSON-escaped,
+ * URL-encoded, and each of its space-separated parts (the credential after a scheme).
+ */
+function maskedForms(secrets: readonly string[]): string[] {
+  const forms = new Set<string>();
+  for (const secret of secrets) {
+    for (const form of [secret, JSON.stringify(secret).slice(1, -1), encodeURIComponent(secret)])
+      if (form.length >= MASKED_MIN) forms.add(form);
+    for (const part of secret.split(/\s+/)) if (part !== secret && part.length >= MASKED_PART_MIN) forms.add(part);
+  }
+  return [...forms];
+}
+
 /** Bytes read beyond the kept part, so that a secret that starts in it is seen whole. */
 const beyondKept = (secrets: readonly string[]) => Math.max(0, ...secrets.map((s) => s.length * 3));
 
@@ -106,15 +125,17 @@ function masked(text: string, end: number, secrets: readonly string[]): string {
 /**
  * The kept part of a body as text: its first KEPT_BODY_BYTES bytes as UTF-8 (a character cut in
  * two at the end dropped, invalid bytes replaced), then cut to at most KEPT_BODY_BYTES bytes
- * (a replacement character takes three) without splitting a character. Any of `secrets` that
- * starts in it is masked: the record of a reply that quotes the request keeps no credential.
+ * (a replacement character takes three) without splitting a character. Any of `secrets` (in any
+ * of its forms, see maskedForms) that starts in it is masked: the record of a reply that quotes the
+ * request keeps no credential.
  */
 export function keptText(bytes: Uint8Array, secrets: readonly string[] = []): string {
+  const forms = maskedForms(secrets);
   const text = new TextDecoder('utf-8', { fatal: false, ignoreBOM: false }).decode(
-    bytes.subarray(0, KEPT_BODY_BYTES + beyondKept(secrets)),
+    bytes.subarray(0, KEPT_BODY_BYTES + beyondKept(forms)),
     { stream: true },
   );
-  const kept = masked(text, keptLength(text), secrets);
+  const kept = masked(text, keptLength(text), forms);
   return kept.slice(0, keptLength(kept));
 }
 
@@ -156,6 +177,7 @@ function errorKind(err: unknown, timedOut: boolean): AttemptError {
 export async function attempt(request: AttemptRequest, fetcher: typeof fetch = fetch): Promise<AttemptResult> {
   const started = Date.now();
   const secrets = request.secrets ?? [];
+  const readBeyond = beyondKept(maskedForms(secrets));
   const controller = new AbortController();
   let timedOut = false;
   let timer: ReturnType<typeof setTimeout> | null = null;
@@ -176,7 +198,7 @@ export async function attempt(request: AttemptRequest, fetcher: typeof fetch = f
         signal: controller.signal,
       });
       // Should the timeout have won meanwhile, the read fails on the abort and cancels the reply.
-      const kept = await readKept(res.body, KEPT_BODY_BYTES + beyondKept(secrets));
+      const kept = await readKept(res.body, KEPT_BODY_BYTES + readBeyond);
       return { res, kept };
     };
     const { res, kept } = await Promise.race([run(), deadline]);

@@ -14,7 +14,7 @@ import type { SendingRow } from '../webhooks/store/reads';
 import { provideSecrets } from '../webhooks/store/secrets';
 import { webhookUrl } from '../webhooks/url';
 import type { AttemptResult } from './attempt';
-import { httpProvider, type OpenDestination, PROVIDERS } from './destinations/index';
+import { httpProvider, type OpenDestination, PROVIDERS, type SendOptions } from './destinations/index';
 import type { Gate } from './gate';
 import { afterAttempt } from './schedule';
 import { signature, signingKey } from './signing';
@@ -209,6 +209,7 @@ function dispatch(
   context: DispatchContext,
   connection: ReturnType<typeof slots>,
   checkUrl: (url: string) => string,
+  shared: SendOptions['shared'],
 ) {
   return connection(async (): Promise<Dispatched> => {
     for (;;) {
@@ -283,6 +284,7 @@ function dispatch(
         fetcher: context.fetcher,
         timeoutMs: context.config.timeoutSeconds * 1000,
         bases: context.config.apiBases ?? NO_BASES,
+        shared,
       };
       const result = await provider.send(open, message, options);
       return attempted(target, at, result, context.config);
@@ -297,6 +299,9 @@ function dispatch(
  */
 export function dispatchAll(due: DueDelivery[], context: DispatchContext): Promise<Dispatched[]> {
   const connection = slots(MAX_CONCURRENT_ATTEMPTS);
+  // Requests the pass's attempts share (a Pub/Sub token): this pass's own, so never one that
+  // another object's I/O must settle.
+  const shared: SendOptions['shared'] = new Map();
   // The URL rules checked once per URL in a pass (its deliveries share the webhook's URL), not
   // once per attempt: the same URL and rules give the same answer.
   const urls = new Map<string, string | InvalidInput>();
@@ -317,7 +322,7 @@ export function dispatchAll(due: DueDelivery[], context: DispatchContext): Promi
   return Promise.all(
     due.map(async (row): Promise<Dispatched> => {
       try {
-        return await dispatch(row, context, connection, checkUrl);
+        return await dispatch(row, context, connection, checkUrl, shared);
       } catch (err) {
         log('error', { msg: 'a delivery failed unexpectedly; it waits', delivery_id: row.delivery_id }, err);
         return { row, kind: 'wait' };

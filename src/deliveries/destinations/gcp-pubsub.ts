@@ -24,8 +24,6 @@ interface ServiceAccountKey {
  * endpoint's object that sends with them.
  */
 const tokens = new Map<string, { token: string; expires: number }>();
-/** Token requests under way, by key: a pass's concurrent attempts wait for the one request. */
-const asking = new Map<string, Promise<string>>();
 
 /** The token request failed: its attempt's result (the token endpoint's status and reply, never a token). */
 class TokenRefused extends Error {
@@ -38,10 +36,12 @@ function accessToken(destination: OpenDestination, options: SendOptions): Promis
   const keyText = destination.credentials.service_account_key as string;
   const cached = tokens.get(keyText);
   if (cached !== undefined && cached.expires - REUSE_MARGIN_MS > Date.now()) return Promise.resolve(cached.token);
-  let asked = asking.get(keyText);
+  // The pass's concurrent attempts wait for one request (see SendOptions.shared).
+  const id = `gcp-token ${keyText}`;
+  let asked = options.shared.get(id);
   if (asked === undefined) {
-    asked = newToken(keyText, options).finally(() => asking.delete(keyText));
-    asking.set(keyText, asked);
+    asked = newToken(keyText, options).finally(() => options.shared.delete(id));
+    options.shared.set(id, asked);
   }
   return asked;
 }

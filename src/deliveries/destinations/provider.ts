@@ -25,6 +25,12 @@ export interface SendOptions {
   timeoutMs: number;
   /** The operator's stand-ins (DESTINATION_API_BASES); empty: the APIs' own hosts. */
   bases: ReadonlyMap<ApiBase, string>;
+  /**
+   * Requests under way that the pass's concurrent attempts share (a Pub/Sub token), by key. One
+   * map per pass: a promise whose I/O belongs to another object (or an earlier, ended request)
+   * may never settle here.
+   */
+  shared: Map<string, Promise<string>>;
 }
 
 /** A destination with its credentials opened, as one attempt sends to it. */
@@ -60,7 +66,7 @@ export function replyJson(result: AttemptResult): Record<string, unknown> | null
   }
 }
 
-const STATUS_TEXT: Record<number, string> = { 401: 'Unauthorized', 403: 'Forbidden', 404: 'Not Found' };
+const STATUS_TEXT: Record<number, string> = { 403: 'Forbidden', 404: 'Not Found' };
 /** The APIs' own error codes that mean the same: AWS's `__type` (after its `#`), Google's token endpoint's `error`. */
 const CODES: Record<string, Refusal['cause']> = {
   AccessDenied: 'forbidden',
@@ -77,8 +83,8 @@ const CODES: Record<string, Refusal['cause']> = {
 };
 
 /**
- * Whether a failed attempt's reply from an API names why it fails for good: 401 or 403 (or an
- * error code that means it), or 404. The schedule still retries it; this names the reason when
+ * Whether a failed attempt's reply from an API names why it fails for good: 403 (or an error code
+ * that means it), or 404 (or one that means it). The schedule still retries it; this names the reason when
  * the webhook is disabled.
  */
 export function refusalOf(result: AttemptResult): Refusal | undefined {
@@ -88,7 +94,8 @@ export function refusalOf(result: AttemptResult): Refusal | undefined {
   const raw = reply?.__type ?? reply?.error;
   const named = typeof raw === 'string' ? raw.slice(raw.lastIndexOf('#') + 1) : undefined;
   const code = named !== undefined && Object.hasOwn(CODES, named) ? named : undefined;
-  const byStatus = status === 404 ? 'not_found' : status === 401 || status === 403 ? 'forbidden' : undefined;
+  // Not a 401: Pub/Sub's means an access token expired or was revoked, which the next attempt renews.
+  const byStatus = status === 404 ? 'not_found' : status === 403 ? 'forbidden' : undefined;
   const cause = (code === undefined ? undefined : CODES[code]) ?? byStatus;
   if (cause === undefined) return undefined;
   // e.g. "403 Forbidden (AccessDeniedException)", "400 (QueueDoesNotExist)", "404 Not Found".

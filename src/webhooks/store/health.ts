@@ -7,7 +7,7 @@ import { AUDIT_COLUMNS, NOW, ROW_JSON } from './rows';
 
 /**
  * Which refusal of a destination's API a webhook disabled for failing was disabled by: its
- * credentials refused (401, 403) or its queue, bus or topic missing (404); its disabled_reason.
+ * credentials refused (403) or its queue, bus or topic missing (404); its disabled_reason.
  */
 export type DisabledCause = 'forbidden' | 'not_found';
 

@@ -14,9 +14,11 @@ export const NOW = `strftime('%Y-%m-%dT%H:%M:%fZ', 'now')`;
 /**
  * Why it is disabled, as replies say it: for a webhook the service disabled for failing, the
  * destination API's refusal that named why ('forbidden', 'not_found') when there was one, as long
- * as it belongs to this disabling (a release before this one neither clears nor sets it).
+ * as it belongs to this disabling (a release before this one neither clears nor sets it) and the
+ * webhook still delivers to an API (not an HTTP endpoint since, by a PATCH).
  */
-const REASON = `CASE WHEN disabled_reason = 'failing' AND disabled_cause_at = disabled_at THEN COALESCE(disabled_cause, 'failing')
+const REASON = `CASE WHEN disabled_reason = 'failing' AND disabled_cause_at = disabled_at AND destination IS NOT NULL
+    THEN COALESCE(disabled_cause, 'failing')
   ELSE disabled_reason END`;
 
 // The whole row, as JSON text, for the audit record. SQLite writes the integer id exactly. The
