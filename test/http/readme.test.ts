@@ -4,7 +4,8 @@
 // lines shown under it (`…` stands for text that varies). Ids the server assigns replace the ones
 // the README shows. Then the blocks of "### Deliveries", each pasted whole, in order, into one
 // shell (they share its variables): the receiver started in the background, an event published,
-// the receiver's output and every reply checked against what the README shows.
+// the receiver's output and every reply checked against what the README shows. And the block of
+// "### Destinations", pasted whole: the stand-in verifies the test event it sends to an SQS webhook.
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
@@ -99,6 +100,26 @@ function deliveriesSection() {
   const output = /^```\n([\s\S]*?)^```/m.exec(afterFirst)?.[1];
   if (blocks.length === 0 || output === undefined) throw new Error(`README: no sh and output blocks under ${heading}`);
   return { blocks, shown: output.split('\n').filter((l) => l.trim() !== '') };
+}
+
+/** The port of the README's destination stand-in (`npm run destinations`), where wrangler.toml sends every type. */
+const README_STANDIN_PORT = 8791;
+
+/** The sh block of "### Destinations" and the lines it shows under its commands (`# ...`). */
+function destinationsSection() {
+  const text = readme();
+  const heading = '### Destinations: a queue instead of an endpoint';
+  const at = text.indexOf(heading);
+  if (at === -1) throw new Error(`README: no "${heading}"`);
+  const block = /```sh\n([\s\S]*?)```/.exec(text.slice(at))?.[1];
+  if (block === undefined) throw new Error(`README: no sh block under ${heading}`);
+  return {
+    block,
+    shown: block
+      .split('\n')
+      .filter((l) => l.startsWith('# '))
+      .map((l) => l.slice(2).trim()),
+  };
 }
 
 /** What a block shows under its commands: its `# HTTP/...`, `# {...}`, `# VERIFIED ...` and `# --...:` lines. */
@@ -303,4 +324,51 @@ describe('the README walkthrough', () => {
       /-ops webhook-id=evt_[0-9a-f]+ signatures: #1 secret#2\n\s+\{"type":"endpoint\.disabled"[^\n]*"reason":"gone"\}\}/,
     );
   }, 150_000);
+
+  it('runs the block of "### Destinations" pasted whole: the stand-in prints the test event to the SQS webhook, verified', async () => {
+    const { block, shown } = destinationsSection();
+    // What the stand-in prints of one SQS message: its queue and verification, the SigV4 credential, the body.
+    expect(shown).toHaveLength(3);
+    expect(shown[0]).toMatch(/^SQS https:\/\/sqs\..*: verified with whsec_…$/);
+    // The stand-in listens where the README says, and where the local configuration sends SQS.
+    expect(readme()).toContain(`a stand-in of the four APIs on \`http://127.0.0.1:${README_STANDIN_PORT}\``);
+    expect(readFileSync(new URL('../../wrangler.toml', import.meta.url), 'utf8')).toContain(
+      `aws_sqs=http://127.0.0.1:${README_STANDIN_PORT}`,
+    );
+    if (await portBusy(README_STANDIN_PORT)) {
+      throw new Error(
+        `port ${README_STANDIN_PORT} is busy: the README's stand-in (npm run destinations) must listen there. Stop what listens on 127.0.0.1:${README_STANDIN_PORT} and run the tests again.`,
+      );
+    }
+    const { tokenCommand } = walkthrough();
+    const base = inject('baseUrl');
+    // Run twice, as the README says it can be: a new queue each time, the first stand-in stopped by the second run.
+    const script = `${tokenCommand}\n${block}\necho "VARS $SQS_WEBHOOK $TOKEN"\n${block}\necho "VARS $SQS_WEBHOOK $TOKEN"\nkill $STANDIN`;
+    const output = bash(script.replaceAll('http://localhost:8787', base), { STANDIN: '' });
+    const runs = output.split(/^VARS .*$/m).slice(0, 2);
+    const vars = [...output.matchAll(/^VARS (\d+) (\S+)$/gm)].map((m) => [m[1] as string, m[2] as string]);
+    expect(vars, output).toHaveLength(2);
+    expect(vars[0]?.[0]).not.toBe(vars[1]?.[0]);
+    for (const run of runs) {
+      const printed = run.split('\n').map((l) => l.trim());
+      for (const line of shown)
+        expect(
+          printed.some((l) => isShownLine(l, line)),
+          `${line}\n${run}`,
+        ).toBe(true);
+    }
+    // Stored: each webhook's delivery log has the test event, delivered (the stand-in's 200).
+    for (const [webhook, token] of vars) {
+      const log = JSON.parse(
+        bash(
+          `curl -s "${base}/v1.0/app/nft/webhook/delivery?webhook_id=${webhook}" -H "Authorization: Bearer ${token}"`,
+        ),
+      );
+      expect(log.value.deliveries, JSON.stringify(log)).toHaveLength(1);
+      expect(log.value.deliveries[0]).toMatchObject({ type: 'webhook.test', status: 'succeeded', last_status: 200 });
+    }
+    // `kill $STANDIN` (the npm that started it) stopped the stand-in itself: the port is free again.
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    expect(await portBusy(README_STANDIN_PORT)).toBe(false);
+  }, 60_000);
 });
