@@ -5,6 +5,7 @@ import { env, SELF } from 'cloudflare:test';
 import { describe, expect, it } from 'vitest';
 import { openSecret, secretKeys } from '../src/webhooks/secrets';
 import { snapshot } from './helpers/database';
+import { ACCOUNT, KEY_ID, QUEUE, SA_KEY, SECRET_KEY } from './helpers/destinations';
 import { doc, expectDocumented, resolve, validate } from './helpers/openapi';
 import { expectCreateFail, expectEnvelope, expectUpdateFail, expectValue } from './helpers/replies';
 import { get, post, URL_ } from './helpers/requests';
@@ -18,18 +19,6 @@ const patch = async (body: unknown, app: string) =>
       body: JSON.stringify(body),
     }),
   );
-
-const ACCOUNT = '0123456789abcdef0123456789abcdef';
-const QUEUE = 'fedcba9876543210fedcba9876543210';
-const KEY_ID = 'AKIAIOSFODNN7EXAMPLE';
-const SECRET_KEY = 'wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY';
-const SA_KEY = {
-  type: 'service_account',
-  client_email: 'publisher@project-one.iam.gserviceaccount.com',
-  private_key: '-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC\n-----END PRIVATE KEY-----\n',
-  private_key_id: 'k1',
-  token_uri: 'https://oauth2.googleapis.com/token',
-};
 
 const DESTINATIONS = {
   cloudflare_queue: { type: 'cloudflare_queue', account_id: ACCOUNT, queue_id: QUEUE, api_token: 'cf-token-123' },
@@ -196,6 +185,18 @@ describe('POST of a webhook with a destination', () => {
       { destination: { ...DESTINATIONS.gcp_pubsub, service_account_key: { ...SA_KEY, private_key: 'not a key' } } },
     ],
     [
+      'a key whose private_key is a PEM that is no RSA key',
+      {
+        destination: {
+          ...DESTINATIONS.gcp_pubsub,
+          service_account_key: {
+            ...SA_KEY,
+            private_key: '-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n',
+          },
+        },
+      },
+    ],
+    [
       'a key whose token_uri is not Google’s',
       {
         destination: {
@@ -278,6 +279,12 @@ describe('PATCH of a destination', () => {
       ),
       400,
     );
+    // A service account key that cannot sign.
+    const unsigning = {
+      ...DESTINATIONS.gcp_pubsub,
+      service_account_key: { ...SA_KEY, private_key: '-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n' },
+    };
+    await expectUpdateFail(await patch({ webhook_id: value.webhook_id, destination: unsigning }, app), 400);
     expect(await snapshot()).toEqual(before);
     // Back to HTTP with its URL.
     const http = await patch(

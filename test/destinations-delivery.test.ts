@@ -5,6 +5,7 @@
 import { env, runInDurableObject } from 'cloudflare:test';
 import { jwtVerify } from 'jose';
 import { afterEach, describe, expect, it, vi } from 'vitest';
+import { sealSecret, secretKeys } from '../src/webhooks/secrets';
 import {
   ACCOUNT,
   API_HOSTS,
@@ -534,16 +535,19 @@ describe('delivering to each destination type', () => {
       },
     });
     const unusable = await register(app, {
-      destination: {
-        ...kinds.gcp_pubsub,
-        topic: `projects/project-one/topics/${app}-2`,
-        service_account_key: {
-          ...SA_KEY,
-          client_email: 'other@project-one.iam.gserviceaccount.com',
-          private_key: '-----BEGIN PRIVATE KEY-----\nYWJjZA==\n-----END PRIVATE KEY-----\n',
-        },
-      },
+      destination: { ...kinds.gcp_pubsub, topic: `projects/project-one/topics/${app}-2` },
     });
+    // A key that cannot sign, as one stored before registration checked keys is: sealed in place.
+    const broken = { ...SA_KEY, private_key: '-----BEGIN PRIVATE KEY-----\nYWJjZA==\n-----END PRIVATE KEY-----\n' };
+    const sealed = await sealSecret(
+      await secretKeys(env),
+      JSON.stringify({ service_account_key: JSON.stringify(broken) }),
+    );
+    await env.DB.prepare(
+      `UPDATE webhooks SET destination = json_set(destination, '$.sealed', ?2) WHERE webhook_id = CAST(?1 AS INTEGER)`,
+    )
+      .bind(unusable.id, sealed)
+      .run();
     const { requests } = apis(app, (req) =>
       new URL(req.url).host === 'oauth2.googleapis.com'
         ? Response.json({ error: 'invalid_grant', error_description: 'Invalid JWT Signature.' }, { status: 400 })

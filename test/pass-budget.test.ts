@@ -5,6 +5,7 @@ import { runInDurableObject } from 'cloudflare:test';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { WEBHOOK_TRUSTED_MS } from '../src/deliveries/gate';
 import { countingDb } from './helpers/database';
+import { SA_KEY } from './helpers/destinations';
 import { applicationOf, endpointOf, pendingAt } from './helpers/objects';
 import { receiver } from './helpers/receiver';
 import { expectSuccess } from './helpers/replies';
@@ -154,11 +155,7 @@ describe('the host of a destination beyond HTTP', () => {
       destination({
         type: 'gcp_pubsub',
         topic: `projects/project-one/topics/${app}`,
-        service_account_key: {
-          client_email: 'publisher@project-one.iam.gserviceaccount.com',
-          private_key: '-----BEGIN PRIVATE KEY-----\nYWJjZA==\n-----END PRIVATE KEY-----\n',
-          token_uri: 'https://oauth2.googleapis.com/token',
-        },
+        service_account_key: SA_KEY,
       }),
     );
     const bus = await register(

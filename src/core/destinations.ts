@@ -154,7 +154,13 @@ export function parseDestination(value: unknown, keepable = false): GivenDestina
       break;
     }
     case 'gcp_pubsub':
-      fields.topic = text(given, 'topic', type, TOPIC, 'projects/<project>/topics/<topic>');
+      fields.topic = text(
+        given,
+        'topic',
+        type,
+        TOPIC,
+        'projects/<project>/topics/<topic> (a project id of 6 to 30 lowercase letters, digits and hyphens, starting with a letter; a topic of 3 to 255 characters, starting with a letter)',
+      );
       break;
   }
   const names = DESTINATION_FIELDS[type as DestinationType].credentials;

@@ -1,5 +1,7 @@
 // A webhook's destination and custom headers as stored: credentials and sensitive header values
 // sealed with the key ring (secrets.ts), like signing secrets, under "sealed"; and as shown.
+
+import { importPKCS8 } from 'jose';
 import {
   DESTINATION_FIELDS,
   type DestinationFields,
@@ -8,11 +10,30 @@ import {
   type GivenHeaders,
   MASKED,
 } from '../core/destinations';
+import { InvalidInput } from '../core/errors';
 import { type SecretKeys, sealSecret } from './secrets';
+
+/**
+ * Refuses a service account key whose private_key cannot sign (RS256): found when it is given,
+ * not after every attempt has failed with it for days.
+ */
+async function checkSigningKey(credentials: Record<string, string> | null): Promise<void> {
+  const text = credentials?.service_account_key;
+  if (text === undefined) return;
+  const pem = (JSON.parse(text) as { private_key: string }).private_key;
+  try {
+    await importPKCS8(pem, 'RS256');
+  } catch {
+    throw new InvalidInput(
+      'destination.service_account_key must have a private_key that is an RSA private key (PEM, PKCS #8)',
+    );
+  }
+}
 
 /** The destination column: null for HTTP; its fields and, when given, its credentials sealed as one value. */
 export async function storedDestination(keys: SecretKeys, given: GivenDestination): Promise<string | null> {
   if (given.fields.type === 'http') return null;
+  await checkSigningKey(given.credentials);
   const stored: Record<string, string> = { ...given.fields };
   if (given.credentials !== null) stored.sealed = await sealSecret(keys, JSON.stringify(given.credentials));
   return JSON.stringify(stored);
