@@ -28,7 +28,7 @@ const iso = (ms: number) => new Date(ms).toISOString();
  * What a destination API's refusal means, said when it disables a webhook: its credentials were
  * refused, or what it delivers to does not exist.
  */
-export const refusalWhy = ({ cause, answer }: Refusal): string =>
+const refusalWhy = ({ cause, answer }: Refusal): string =>
   cause === 'forbidden'
     ? `the destination answered ${answer}: access denied (its credentials or their permissions)`
     : `the destination answered ${answer}: it does not exist`;
