@@ -3,7 +3,7 @@
 // under way never holds another's pass; a webhook moved to an HTTP endpoint names no API refusal.
 import { env, runInDurableObject, SELF } from 'cloudflare:test';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { MASKED } from '../src/core/destinations';
+import { MASKED } from '../src/core/custom-headers';
 import { keptText } from '../src/deliveries/attempt';
 import { apis, at, destinations, GOOGLE_TOKEN, SA_KEY } from './helpers/destinations';
 import { deliverDue, endpointOf, pendingAt, storedAttempts } from './helpers/objects';

@@ -6,7 +6,7 @@
 import { env } from 'cloudflare:test';
 import { decodeJwt } from 'jose';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { MASKED } from '../src/core/destinations';
+import { MASKED } from '../src/core/custom-headers';
 import { KEPT_BODY_BYTES } from '../src/deliveries/attempt';
 import { adminHeaders, applicationRow, appQuery, callApplication } from './helpers/applications';
 import {

@@ -1,5 +1,5 @@
 // One attempt: POST of the event's exact bytes to the webhook's URL, signed, within the timeout.
-import { MASKED } from '../core/destinations';
+import { MASKED } from '../core/custom-headers';
 import type { DisabledCause } from '../webhooks/store/health';
 
 /**

@@ -1,11 +1,6 @@
 import type { Context } from 'hono';
-import {
-  destinationAddress,
-  type GivenDestination,
-  type GivenHeaders,
-  parseDestination,
-  parseHeaders,
-} from '../core/destinations';
+import { type GivenHeaders, parseHeaders } from '../core/custom-headers';
+import { destinationAddress, type GivenDestination, parseDestination } from '../core/destinations';
 import { isEventType } from '../core/event-types';
 import { wholeNumber } from '../core/settings';
 import type { AppEnv } from '../http/app-env';

@@ -2,13 +2,12 @@
 // sealed with the key ring (secrets.ts), like signing secrets, under "sealed"; and as shown.
 
 import { importPKCS8 } from 'jose';
+import { type GivenHeaders, MASKED } from '../core/custom-headers';
 import {
   DESTINATION_FIELDS,
   type DestinationFields,
   destinationUrl,
   type GivenDestination,
-  type GivenHeaders,
-  MASKED,
 } from '../core/destinations';
 import { InvalidInput } from '../core/errors';
 import { type SecretKeys, sealSecret } from './secrets';
