@@ -1,7 +1,8 @@
 // Pending deliveries survive a restart by themselves: an endpoint's object keeps its alarm. Under
-// `wrangler dev`, a delivery to a receiver that is down (connection refused) is pending with its
+// `wrangler dev`, a delivery to a receiver that is down (its connection dropped) is pending with its
 // next attempt a few seconds away; wrangler dev stops, the receiver starts, wrangler dev starts
 // again on the same local state, and the delivery arrives without the Cron Trigger ever running.
+import { createServer } from 'node:net';
 import { Webhook } from 'standardwebhooks';
 import { describe, expect, it } from 'vitest';
 import { apiOf, type LoggedDelivery, ownFolder } from './api';
@@ -13,13 +14,17 @@ const own = ownFolder('nft-webhook-restart-');
 describe('a restart of wrangler dev', () => {
   it('keeps a pending delivery: its endpoint object alarm sends it after the restart, with no Cron Trigger', async () => {
     const port = await freePort();
+    // The receiver is down: its port held by a listener that drops every connection (nothing
+    // else can take the port meanwhile, and the attempt fails without a status).
+    const down = createServer((socket) => socket.destroy());
+    await new Promise<void>((resolve) => down.listen(port, '127.0.0.1', resolve));
     const worker = ownWorker(own.folder, [`http://127.0.0.1:${port}`], { DELIVERY_RETRY_SCHEDULE: '2s 2s 2s' });
     own.dev = await worker.start();
     let api = apiOf(own.dev.baseUrl, worker.secret);
     const app = 'restart-app';
     const { id: webhookId, secret } = await api.register(app, `http://127.0.0.1:${port}/hook`);
     const eventId = await api.publish(app, 'NEW_NFT', '{"token_id":"1"}');
-    // Nothing listens on the port yet: the first attempt is refused, the next one 2 s later.
+    // The first attempt finds the receiver down, the next one is 2 s later.
     let last: LoggedDelivery[] = [];
     const [pending] = await until(
       () => `a refused first attempt (last seen: ${JSON.stringify(last)})`,
@@ -34,6 +39,7 @@ describe('a restart of wrangler dev', () => {
     own.dev = undefined;
     expect(pending).toMatchObject({ event_id: eventId, status: 'pending', attempts: 1, last_status: null });
 
+    await new Promise<void>((resolve) => down.close(() => resolve()));
     own.receiver = await startReceiver(port);
     const restarted = Date.now();
     own.dev = await worker.start();
