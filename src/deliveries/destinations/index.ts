@@ -1,9 +1,10 @@
 // The provider of each destination type.
 import type { ApiDestinationType } from '../../core/destinations';
+import { succeeded } from '../schedule';
 import { eventBridgeProvider, sqsProvider } from './aws';
 import { cloudflareQueueProvider } from './cloudflare-queue';
 import { pubSubProvider } from './gcp-pubsub';
-import { type Provider, refusalOf, throttledOf } from './provider';
+import { type Provider, refusalOf, replyJson, throttledOf } from './provider';
 
 export { httpProvider } from './http';
 export type { OpenDestination, OutgoingMessage, Provider, SendOptions } from './provider';
@@ -12,9 +13,10 @@ export type { OpenDestination, OutgoingMessage, Provider, SendOptions } from './
 const naming = (provider: Provider): Provider => ({
   async send(destination, message, options) {
     const result = await provider.send(destination, message, options);
-    if (result.status !== null && result.status >= 200 && result.status < 300 && result.error === null) return result;
-    if (throttledOf(result)) return { ...result, throttled: true };
-    const refused = refusalOf(result);
+    if (succeeded(result)) return result;
+    const reply = replyJson(result);
+    if (throttledOf(result, reply)) return { ...result, throttled: true };
+    const refused = refusalOf(result, reply);
     return refused === undefined ? result : { ...result, refused };
   },
 });

@@ -82,17 +82,19 @@ const CODES: Record<string, Refusal['cause']> = {
   ResourceNotFoundException: 'not_found',
 };
 
+/** An API's error code as its reply names it: AWS's `__type` is `<namespace>#<code>`. */
+const codeOf = (raw: unknown): string | undefined =>
+  typeof raw === 'string' ? raw.slice(raw.lastIndexOf('#') + 1) : undefined;
+
 /**
  * Whether a failed attempt's reply from an API names why it fails for good: 403 (or an error code
- * that means it), or 404 (or one that means it). The schedule still retries it; this names the reason when
- * the webhook is disabled.
+ * that means it), or 404 (or one that means it). The schedule still retries it; this names the
+ * reason when the webhook is disabled. `reply`: the reply's JSON, when the caller has read it.
  */
-export function refusalOf(result: AttemptResult): Refusal | undefined {
+export function refusalOf(result: AttemptResult, reply = replyJson(result)): Refusal | undefined {
   const { status } = result;
   if (status === null || status < 400 || status >= 500) return undefined;
-  const reply = replyJson(result);
-  const raw = reply?.__type ?? reply?.error;
-  const named = typeof raw === 'string' ? raw.slice(raw.lastIndexOf('#') + 1) : undefined;
+  const named = codeOf(reply?.__type ?? reply?.error);
   const code = named !== undefined && Object.hasOwn(CODES, named) ? named : undefined;
   // Not a 401: Pub/Sub's means an access token expired or was revoked, which the next attempt renews.
   const byStatus = status === 404 ? 'not_found' : status === 403 ? 'forbidden' : undefined;
@@ -117,11 +119,10 @@ const THROTTLING = new Set([
  * Whether a failed attempt's API said it throttles: a 429 (Cloudflare's and Google's, as
  * RESOURCE_EXHAUSTED), AWS's throttling error codes, or an EventBridge entry refused for throttling.
  */
-export function throttledOf(result: AttemptResult): boolean {
+export function throttledOf(result: AttemptResult, reply = replyJson(result)): boolean {
   if (result.status === 429) return true;
   if (result.status === null || (result.status < 400 && result.error !== 'rejected')) return false;
-  const reply = replyJson(result);
   const entry = Array.isArray(reply?.Entries) ? (reply.Entries[0] as Record<string, unknown> | undefined) : undefined;
-  const raw = reply?.__type ?? entry?.ErrorCode;
-  return typeof raw === 'string' && THROTTLING.has(raw.slice(raw.lastIndexOf('#') + 1));
+  const code = codeOf(reply?.__type ?? entry?.ErrorCode);
+  return code !== undefined && THROTTLING.has(code);
 }
